@@ -1,0 +1,32 @@
+"""Catalog brains: ZCatalog's own brain base class, fed from PostgreSQL.
+
+A brain class is made per metadata schema (as ZCatalog's ``useBrains`` does):
+a Record with one field per column plus ``data_record_id_``,
+``data_record_score_`` and ``data_record_normalized_score_``, so ``name in
+brain``, attribute access, ``Missing.Value`` and acquisition behave as on
+ZCatalog."""
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
+
+
+class PGCatalogBrain(AbstractCatalogBrain):
+    """Brain whose path is known from the batch that loaded it."""
+
+    def getPath(self):
+        tool = aq_parent(aq_inner(self))
+        return tool.getpath(self.data_record_id_)
+
+
+def make_brain_class(names):
+    class mybrains(PGCatalogBrain):
+        pass
+
+    schema = {name: i for i, name in enumerate(names)}
+    n = len(names)
+    schema["data_record_id_"] = n
+    schema["data_record_score_"] = n + 1
+    schema["data_record_normalized_score_"] = n + 2
+    mybrains.__record_schema__ = schema
+    mybrains._pgc_names = tuple(names)
+    return mybrains

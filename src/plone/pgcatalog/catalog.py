@@ -1,0 +1,207 @@
+"""``portal_catalog._catalog``: the catalog's configuration.
+
+Plone and add-ons reach into ZCatalog's internal ``Catalog`` object:
+``_catalog.getIndex(name)`` (GenericSetup import, search views, vocabularies),
+``_catalog.indexes`` (plone.restapi adapts index objects by class),
+``_catalog.schema`` (plone.namedfile checks for ``image_scales``),
+``_catalog.names``.  This persistent object keeps exactly that configuration,
+the index objects (which hold configuration, not data) and the metadata
+schema; the entries themselves live in PostgreSQL.
+"""
+from Acquisition import aq_base
+from Acquisition import aq_parent
+from Acquisition import Implicit
+from Persistence import Persistent
+from persistent.mapping import PersistentMapping
+from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
+
+from plone.pgcatalog.errors import CatalogError
+
+
+class IndexesView:
+    """``_catalog.indexes``: name -> index, handed out attached to the tool
+    (so an index found here can answer data questions) and keeping the
+    index's class (for adapters registered by class)."""
+
+    def __init__(self, catalog):
+        self._catalog = catalog
+
+    def _wrap(self, index):
+        return index.__of__(self._catalog)
+
+    def __getitem__(self, name):
+        return self._wrap(self._catalog._indexes[name])
+
+    def get(self, name, default=None):
+        index = self._catalog._indexes.get(name)
+        return default if index is None else self._wrap(index)
+
+    def __contains__(self, name):
+        return name in self._catalog._indexes
+
+    def __iter__(self):
+        return iter(list(self._catalog._indexes.keys()))
+
+    def __len__(self):
+        return len(self._catalog._indexes)
+
+    def keys(self):
+        return list(self._catalog._indexes.keys())
+
+    def values(self):
+        return [self._wrap(i) for i in self._catalog._indexes.values()]
+
+    def items(self):
+        return [(k, self._wrap(i)) for k, i in self._catalog._indexes.items()]
+
+
+class CatalogConfig(Persistent, Implicit):
+    """Index objects and metadata schema of one plone.pgcatalog catalog."""
+
+    def __init__(self):
+        self._indexes = PersistentMapping()
+        self.schema = {}  # column -> position
+        self.names = ()
+
+    # -- indexes ------------------------------------------------------------
+    @property
+    def indexes(self):
+        return IndexesView(self)
+
+    def getIndex(self, name):
+        """The index object, acquisition-wrapped in this catalog."""
+        return self._indexes[name].__of__(self)
+
+    def addIndex(self, name, index):
+        if name in self._indexes:
+            raise CatalogError("The index %s already exists" % name)
+        if name.startswith("_"):
+            raise CatalogError("Cannot index fields beginning with '_'")
+        if not name:
+            raise CatalogError("Name of index is empty")
+        if name != index.getId():
+            raise CatalogError("Index name %r and id %r differ" % (
+                name, index.getId()))
+        self._indexes[name] = index
+
+    def delIndex(self, name):
+        if name not in self._indexes:
+            raise CatalogError("The index %s does not exist" % name)
+        del self._indexes[name]
+
+    # -- metadata -----------------------------------------------------------
+    def addColumn(self, name, default_value=None, threshold=10000):
+        if name in self.schema:
+            raise CatalogError("The column %s already exists" % name)
+        if name[0] == "_":
+            raise CatalogError(
+                "Cannot cache fields beginning with '_', %s" % name)
+        self.names = tuple(self.names) + (name,)
+        self.schema = {n: i for i, n in enumerate(self.names)}
+        self._v_brain_class = None
+
+    def delColumn(self, name, threshold=10000):
+        if name not in self.schema:
+            from plone.pgcatalog import logger
+            logger.error("delColumn attempted to delete nonexistent "
+                         "column %s.", str(name))
+            return
+        self.names = tuple(n for n in self.names if n != name)
+        self.schema = {n: i for i, n in enumerate(self.names)}
+        self._v_brain_class = None
+
+    # -- brains -------------------------------------------------------------
+    _v_brain_class = None
+
+    def brain_class(self):
+        klass = self._v_brain_class
+        if klass is None or klass._pgc_names != self.names:
+            from plone.pgcatalog.brains import make_brain_class
+            klass = self._v_brain_class = make_brain_class(self.names)
+        return klass
+
+    # -- ZCatalog.Catalog compatibility ------------------------------------
+    def __len__(self):
+        return len(aq_parent(self))
+
+    def __getitem__(self, rid):
+        return aq_parent(self)._pgc_brain_for_rid(rid)
+
+    @property
+    def paths(self):
+        return _RidPaths(aq_parent(self))
+
+    @property
+    def uids(self):
+        return _PathRids(aq_parent(self))
+
+    @property
+    def _length(self):
+        tool = aq_parent(self)
+        return lambda: len(tool)
+
+    def getMetadataForRID(self, rid):
+        return aq_parent(self).getMetadataForRID(rid)
+
+    def getIndexDataForRID(self, rid):
+        return aq_parent(self).getIndexDataForRID(rid)
+
+    def uniqueValuesFor(self, name):
+        return tuple(self.getIndex(name).uniqueValues())
+
+    def useBrains(self, brains):
+        """Brains are plone.pgcatalog's own classes; accepted for API
+        compatibility (a custom brain mix-in is not supported)."""
+
+
+class _RidPaths:
+    """``_catalog.paths``: rid -> path, read from PostgreSQL."""
+
+    def __init__(self, tool):
+        self.tool = tool
+
+    def get(self, rid, default=None):
+        path = self.tool.getpath(rid, None) if rid is not None else None
+        return default if path is None else path
+
+    def __getitem__(self, rid):
+        path = self.get(rid)
+        if path is None:
+            raise KeyError(rid)
+        return path
+
+    def __contains__(self, rid):
+        return self.get(rid) is not None
+
+    def items(self):
+        return self.tool._pgc_all_paths()
+
+    def keys(self):
+        return [rid for rid, _ in self.items()]
+
+    def values(self):
+        return [path for _, path in self.items()]
+
+    def __len__(self):
+        return len(self.tool)
+
+
+class _PathRids(_RidPaths):
+    """``_catalog.uids``: path -> rid."""
+
+    def get(self, path, default=None):
+        rid = self.tool.getrid(path, None)
+        return default if rid is None else rid
+
+    def items(self):
+        return [(path, rid) for rid, path in self.tool._pgc_all_paths()]
+
+    def keys(self):
+        return [path for path, _ in self.items()]
+
+    def values(self):
+        return [rid for _, rid in self.items()]
+
+
+def is_brain(obj):
+    return isinstance(aq_base(obj), AbstractCatalogBrain)

@@ -1,0 +1,45 @@
+"""Configuration, read in one place.
+
+The PostgreSQL DSN comes from zope.conf::
+
+    <product-config plone.pgcatalog>
+        dsn host=/run/postgresql dbname=plone
+        pool-max-size 16
+    </product-config>
+
+or, when zope.conf has none, from the environment variable ``PGCATALOG_DSN``
+(``PGCATALOG_POOL_MAX_SIZE`` for the pool size). See docs/configuration.md.
+"""
+import os
+
+from plone.pgcatalog.errors import ConfigurationError
+
+
+ENV_DSN = "PGCATALOG_DSN"
+DEFAULT_POOL_MAX_SIZE = 16
+
+
+def _product_config():
+    try:
+        from App.config import getConfiguration
+    except ImportError:  # pragma: no cover - Zope is always there in practice
+        return {}
+    product_config = getattr(getConfiguration(), "product_config", None) or {}
+    return product_config.get("plone.pgcatalog", {}) or {}
+
+
+def get_dsn():
+    """The DSN to use now: zope.conf first, then ``PGCATALOG_DSN``."""
+    dsn = _product_config().get("dsn") or os.environ.get(ENV_DSN)
+    if not dsn:
+        raise ConfigurationError(
+            "plone.pgcatalog has no PostgreSQL DSN: set PGCATALOG_DSN or add "
+            "'<product-config plone.pgcatalog> dsn ... </product-config>' to "
+            "zope.conf.")
+    return dsn
+
+
+def get_pool_max_size():
+    value = (_product_config().get("pool-max-size")
+             or os.environ.get("PGCATALOG_POOL_MAX_SIZE"))
+    return int(value) if value else DEFAULT_POOL_MAX_SIZE

@@ -1,0 +1,161 @@
+"""The contract every index kind fulfils.
+
+Each ZCatalog index type is served by one class in this package.  The class
+*subclasses the original PluginIndexes class* (FieldIndex, KeywordIndex, ...)
+so that code adapting by class (plone.restapi's query parsers, GenericSetup's
+node adapters) keeps working, but it holds configuration only: the data lives
+in PostgreSQL.
+
+The small interface, mixed in by :class:`PGIndex`:
+
+``pgc_storage``
+    Where the value lives: ``"idx"`` (a key of the entry's JSONB ``idx``
+    column, named like the index), ``"text"`` (a row of ``pgcatalog_text``),
+    ``"path"`` (the entry's own ``path``/``parent``/``depth`` columns) or
+    ``"none"`` (nothing stored, e.g. the Gopip sort-only index).
+
+``pgc_extract(obj)``
+    The value to store for ``obj`` (an IIndexableObject wrapper), already in
+    its stored (JSON-ready) form, or :data:`MISSING` when ZCatalog would not
+    index the object in this index.
+
+``pgc_where(iq, qc)``
+    Turn one parsed query (a ``Products.ZCatalog.query.IndexQuery``) into a
+    SQL boolean fragment over the entry alias ``e``.  Values go through
+    ``qc.param(value)`` which returns a ``%s`` placeholder; identifiers and
+    keys come from :meth:`PGIndex.pgc_key_sql` (composed with psycopg.sql).
+    Returns the fragment, or :data:`NO_MATCH` when the query can match
+    nothing (ZCatalog's short circuit), or ``None`` when the index does not
+    take part (ZCatalog: ``keys is None``).
+
+``pgc_sort(qc)``
+    ``(value_expr, present_expr)``: an SQL expression to ORDER BY and a
+    condition that is true when the entry has a value (entries without one
+    are dropped from sorted results, as in ZCatalog).  Raise CatalogError
+    when the index cannot sort.
+
+``pgc_decode(value)``
+    Turn a stored value back into what ZCatalog's index would hand out
+    (``uniqueValues``, ``getEntryForObject``).
+"""
+from functools import cached_property
+
+from psycopg import sql
+
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.indexes.access import IndexData
+
+
+class _Sentinel:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __bool__(self):
+        return False
+
+
+#: ``pgc_extract`` result: the object is not indexed in this index.
+MISSING = _Sentinel("MISSING")
+#: ``pgc_where`` result: the query matches nothing.
+NO_MATCH = _Sentinel("NO_MATCH")
+
+
+def compose(composable):
+    """Render a psycopg.sql composable to text once (no connection needed:
+    only identifiers, literals of registry names and SQL text go in)."""
+    return composable.as_string(None)
+
+
+class QueryContext:
+    """Collects the parameters of one compiled statement."""
+
+    def __init__(self, catalog=None):
+        self.params = []
+        self.catalog = catalog
+        #: relevance expressions added by text indexes (summed for ordering)
+        self.rank_exprs = []
+        self.rank_params = []
+
+    def param(self, value):
+        self.params.append(value)
+        return "%s"
+
+    def add_rank(self, expr, params):
+        """Add a relevance expression (SQL with its own ``%s`` and params,
+        kept apart from the WHERE parameters)."""
+        self.rank_exprs.append(expr)
+        self.rank_params.extend(params)
+
+
+class PGIndex(IndexData):
+    """Mixin giving an index class the plone.pgcatalog contract."""
+
+    pgc_storage = "idx"
+    pgc_sortable = True
+    pgc_python_sort = False
+    pgc_multi = False  # stored value is a JSON array of values
+    pgc_unique = False  # one document per value (UUIDIndex)
+
+    def pgc_compose(self, composable):
+        return compose(composable)
+
+    # -- helpers shared by kinds -------------------------------------------
+    def pgc_name(self):
+        return self.getId()
+
+    @cached_property
+    def _pgc_key_literal(self):
+        return compose(sql.Literal(self.getId()))
+
+    def pgc_key_sql(self):
+        """``(e.idx -> 'name')`` as SQL text."""
+        return f"(e.idx -> {self._pgc_key_literal})"
+
+    def pgc_text_sql(self):
+        """``(e.idx ->> 'name') COLLATE "C"`` as SQL text."""
+        return f'((e.idx ->> {self._pgc_key_literal}) COLLATE "C")'
+
+    def pgc_present_sql(self):
+        return f"(e.idx ? {self._pgc_key_literal})"
+
+    # -- contract -----------------------------------------------------------
+    def pgc_extract(self, obj):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pgc_where(self, iq, qc):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pgc_sort(self, qc):
+        if not self.pgc_sortable:
+            raise CatalogError(
+                "The index chosen for sort_on is not capable of being used "
+                "as a sort index: %r" % self.getId())
+        return self.pgc_key_sql(), self.pgc_present_sql()
+
+    def pgc_decode(self, value):
+        return value
+
+    def pgc_ddl(self, table):
+        """SQL statements creating the PostgreSQL indexes this index wants
+        on ``table`` (the entries table name, already quoted)."""
+        return []
+
+
+def find_tool(index):
+    """The catalog tool an index belongs to (through acquisition, else the
+    tool that last handed the index out)."""
+    from Acquisition import aq_base
+    from Acquisition import aq_chain
+    for ob in aq_chain(index):
+        if getattr(aq_base(ob), "_pgc_is_tool", False):
+            return ob
+    tool = getattr(aq_base(index), "_v_pgc_tool", None)
+    if tool is not None:
+        return tool
+    raise CatalogError(
+        "index %r is not attached to a plone.pgcatalog catalog; get it "
+        "through catalog._catalog.getIndex(name) or catalog.Indexes[name]"
+        % index.getId())

@@ -1,0 +1,108 @@
+"""SQL building blocks shared by the value index kinds (Field, UUID, ...)."""
+import orjson
+
+from plone.pgcatalog.indexes.base import MISSING
+
+
+def jsonb(value):
+    """A Python index value as the JSON text stored in ``idx``."""
+    from plone.pgcatalog import codec
+    return orjson.dumps(codec.encode(value)).decode("utf-8")
+
+
+def datum(index, obj):
+    """The value a UnIndex-style index takes from ``obj`` (last indexed
+    attribute with a value wins, as UnIndex's forward index ends up), run
+    through the index's own ``_convert``; MISSING when not indexed."""
+    from Products.PluginIndexes.unindex import _marker
+    value = MISSING
+    for attr in index.getIndexSourceNames():
+        found = index._get_object_datum(obj, attr)
+        if found is None or found is _marker:
+            value = MISSING
+            continue
+        found = index._convert(found, default=_marker)
+        value = MISSING if found is _marker else found
+    return value
+
+
+def range_bounds(iq, keys):
+    """``(lo, hi)`` for a UnIndex range query, or None when not a range.
+
+    Mirrors UnIndex.query_index: the option is matched by substring and a
+    falsy upper bound means no upper bound."""
+    range_parm = iq.get("range", None)
+    if not range_parm:
+        return None
+    lo = min(keys) if range_parm.find("min") > -1 else None
+    hi = max(keys) if range_parm.find("max") > -1 else None
+    if not hi:
+        hi = None
+    return lo, hi
+
+
+def compare_sql(expr, text_expr, value, op, qc):
+    """``expr op value`` with ZCatalog's (Python's) ordering: strings by
+    code point, numbers numerically; other types never compare."""
+    if isinstance(value, str):
+        return "(jsonb_typeof(%s) = 'string' AND %s %s %s)" % (
+            expr, text_expr, op, qc.param(value))
+    if isinstance(value, bool):
+        return "(jsonb_typeof(%s) = 'boolean' AND %s %s %s::jsonb)" % (
+            expr, expr, op, qc.param(jsonb(value)))
+    if isinstance(value, (int, float)):
+        return "(jsonb_typeof(%s) = 'number' AND (%s)::numeric %s %s)" % (
+            expr, expr, op, qc.param(value))
+    return "(%s %s %s::jsonb)" % (expr, op, qc.param(jsonb(value)))
+
+
+def value_where(index, iq, qc, convert=None):
+    """The UnIndex query semantics (query, range, not) for an index that
+    stores one value per document under ``idx[name]``."""
+    from plone.pgcatalog.indexes.base import NO_MATCH
+    expr = index.pgc_key_sql()
+    convert = convert or (lambda v: index._convert(v))
+    not_parm = iq.get("not", None)
+    keys = iq.keys
+    parts = []
+    if not_parm:
+        not_values = [jsonb(convert(v)) for v in not_parm if v is not None]
+        if not_values:
+            parts.append("(%s = ANY(%s::jsonb[])) IS NOT TRUE" % (
+                expr, qc.param(not_values)))
+    if keys:
+        keys = [convert(k) for k in keys if k is not None] \
+            if not iq.get("range", None) else [convert(k) for k in keys]
+        bounds = range_bounds(iq, keys) if keys else None
+        if bounds is not None:
+            lo, hi = bounds
+            if lo is not None:
+                parts.append(compare_sql(expr, index.pgc_text_sql(), lo,
+                                         ">=", qc))
+            if hi is not None:
+                parts.append(compare_sql(expr, index.pgc_text_sql(), hi,
+                                         "<=", qc))
+            if lo is None and hi is None:
+                parts.append(index.pgc_present_sql())
+        else:
+            keys = [k for k in keys if k is not None]
+            if not keys:
+                return NO_MATCH
+            if len(keys) == 1:
+                parts.append("%s = %s::jsonb" % (expr, qc.param(jsonb(keys[0]))))
+            else:
+                parts.append("%s = ANY(%s::jsonb[])" % (
+                    expr, qc.param([jsonb(k) for k in keys])))
+    elif keys is not None and not not_parm:
+        return NO_MATCH
+    if not parts:
+        return "TRUE"
+    return " AND ".join(parts)
+
+
+def sort_sql(index):
+    """Order by the stored value with Python's ordering: numbers/booleans
+    by their JSON order, strings by code point."""
+    expr = index.pgc_key_sql()
+    return ("CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END, %s"
+            % (expr, expr, index.pgc_text_sql()))

@@ -1,0 +1,31 @@
+"""FieldIndex: one hashable value per document."""
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+
+from plone.pgcatalog.indexes import common
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.schema import index_name
+
+
+class PGFieldIndex(PGIndex, FieldIndex):
+    """FieldIndex whose values live in ``idx[name]``."""
+
+    def pgc_extract(self, obj):
+        return common.datum(self, obj)
+
+    def pgc_where(self, iq, qc):
+        return common.value_where(self, iq, qc)
+
+    def pgc_sort(self, qc):
+        return common.sort_sql(self), self.pgc_present_sql()
+
+    def pgc_ddl(self, table):
+        name = self.getId()
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
+                self.pgc_compose(index_name("field", name)), table,
+                self._pgc_key_literal),
+            'CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx ->> %s) '
+            'COLLATE "C"))' % (
+                self.pgc_compose(index_name("fieldtext", name)), table,
+                self._pgc_key_literal),
+        ]

@@ -1,0 +1,56 @@
+"""GopipIndex (getObjPositionInParent): sort only, nothing stored.
+
+Positions are asked from the parent folders at sort time, as plone.folder's
+GopipIndex does, so reordering a folder never leaves stale positions."""
+from Acquisition import aq_base
+from plone.folder.nogopip import GopipIndex
+from plone.folder.nogopip import traverse
+from Products.CMFCore.interfaces import ISiteRoot
+from zope.component import getUtility
+
+from plone.pgcatalog.indexes.base import PGIndex
+
+
+class PGGopipIndex(PGIndex, GopipIndex):
+    """Sort-only index computing folder positions in Python."""
+
+    pgc_storage = "none"
+    pgc_python_sort = True
+
+    def __init__(self, id, extra=None, caller=None):
+        self.id = id
+
+    def pgc_extract(self, obj):
+        from plone.pgcatalog.indexes.base import MISSING
+        return MISSING
+
+    def pgc_where(self, iq, qc):
+        return None
+
+    def pgc_positions(self, paths):
+        """``{path: position}`` for catalog paths, as GopipIndex computes."""
+        root = getUtility(ISiteRoot).getPhysicalRoot()
+        by_parent = {}
+        for path in paths:
+            parent, _, oid = path.rpartition("/")
+            by_parent.setdefault(parent, []).append((oid, path))
+        pos = {}
+        for parent, children in by_parent.items():
+            container = traverse(root, parent)
+            base = aq_base(container) if container is not None else None
+            if len(by_parent) == 1:
+                if getattr(base, "getOrdering", None):
+                    ids = container.getOrdering().idsInOrder()
+                elif container is not None:
+                    ids = container.objectIds()
+                else:
+                    ids = ()
+                order = {oid: i for i, oid in enumerate(ids)}
+                for oid, path in children:
+                    if oid in order:
+                        pos[path] = order[oid]
+                continue
+            getpos = getattr(base, "getObjectPosition", None)
+            for oid, path in children:
+                pos[path] = container.getObjectPosition(oid) if getpos else 0
+        return pos

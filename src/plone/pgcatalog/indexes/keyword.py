@@ -1,0 +1,79 @@
+"""KeywordIndex: a set of keywords per document; 'or' / 'and' queries."""
+from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
+
+from plone.pgcatalog.indexes import common
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.schema import index_name
+
+
+class PGKeywordIndex(PGIndex, KeywordIndex):
+    """KeywordIndex whose keyword lists live in ``idx[name]`` (JSON array,
+    GIN-indexed)."""
+
+    def pgc_extract(self, obj):
+        keywords = None
+        for attr in self.getIndexSourceNames():
+            found = self._get_object_keywords(obj, attr)
+            if found:
+                keywords = found
+        if not keywords:
+            return MISSING
+        try:
+            return sorted(keywords)
+        except TypeError:
+            return list(keywords)
+
+    def pgc_where(self, iq, qc):
+        expr = self.pgc_key_sql()
+        parts = []
+        not_parm = iq.get("not", None)
+        if not_parm:
+            values = [v for v in not_parm if v is not None]
+            if values:
+                parts.append("(%s) IS NOT TRUE" % self._any_sql(values, qc))
+        keys = iq.keys
+        if keys:
+            bounds = common.range_bounds(iq, list(keys))
+            if bounds is not None:
+                lo, hi = bounds
+                conds = []
+                text = '(v.value #>> \'{}\') COLLATE "C"'
+                if lo is not None:
+                    conds.append(common.compare_sql("v.value", text, lo,
+                                                    ">=", qc))
+                if hi is not None:
+                    conds.append(common.compare_sql("v.value", text, hi,
+                                                    "<=", qc))
+                parts.append(
+                    "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN "
+                    "jsonb_typeof(%s) = 'array' THEN %s END) AS v(value) "
+                    "WHERE %s)" % (expr, expr, " AND ".join(conds) or "TRUE"))
+            else:
+                keys = [k for k in keys if k is not None]
+                if not keys:
+                    return NO_MATCH
+                if iq.operator == "and":
+                    parts.append("%s @> %s::jsonb" % (
+                        expr, qc.param(common.jsonb(list(keys)))))
+                else:
+                    parts.append(self._any_sql(keys, qc))
+        elif keys is not None and not not_parm:
+            return NO_MATCH
+        return " AND ".join(parts) if parts else "TRUE"
+
+    def _any_sql(self, values, qc):
+        expr = self.pgc_key_sql()
+        if all(isinstance(v, str) for v in values):
+            return "%s ?| %s::text[]" % (expr, qc.param(list(values)))
+        return "(%s)" % " OR ".join(
+            "%s @> %s::jsonb" % (expr, qc.param(common.jsonb([v])))
+            for v in values)
+
+    def pgc_ddl(self, table):
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s USING gin ((idx -> %s))" % (
+                self.pgc_compose(index_name("keyword", self.getId())), table,
+                self._pgc_key_literal),
+        ]

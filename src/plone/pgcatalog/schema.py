@@ -1,0 +1,127 @@
+"""The catalog's tables, created and upgraded automatically.
+
+Layout (one set of tables per database, every row scoped by catalog ``cid``):
+
+``pgcatalog_schema``
+    one row: the schema version, for migrations.
+``pgcatalog_catalogs``
+    one row per catalog (a Plone site's portal_catalog), keyed by the random
+    key the tool got at creation; holds the transactional change counter
+    (``getCounter``).
+``pgcatalog_entries``
+    the hot row: ``rid``, ``cid``, ``path`` / ``parent`` / ``depth`` (the
+    physical path, ``COLLATE "C"`` so ranges and ordering are by code point as
+    in ZCatalog), and ``idx``: every index value in one JSONB document.
+``pgcatalog_meta``
+    the brain metadata (JSONB, typed codec), read lazily by rid batches.
+``pgcatalog_text``
+    one ``tsvector`` row per (entry, text index): full text is kept out of
+    the hot row.
+
+Per-index PostgreSQL indexes (B-tree expression indexes, GIN for keyword
+lists, partial GIN for each text index) are created by the index kinds'
+``pgc_ddl`` when ``addIndex`` runs; they are shared by every catalog in the
+database that uses the same index name.
+"""
+import hashlib
+
+from psycopg import sql
+
+
+SCHEMA_VERSION = 1
+
+ENTRIES = "pgcatalog_entries"
+META = "pgcatalog_meta"
+TEXT = "pgcatalog_text"
+CATALOGS = "pgcatalog_catalogs"
+
+# Lock id for pg_advisory_xact_lock while creating/migrating the schema.
+_DDL_LOCK = 0x70676361  # "pgca"
+
+BASE_DDL = [
+    """CREATE TABLE IF NOT EXISTS pgcatalog_schema (
+        version integer NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_catalogs (
+        cid serial PRIMARY KEY,
+        key text NOT NULL UNIQUE,
+        counter bigint NOT NULL DEFAULT 0,
+        created timestamptz NOT NULL DEFAULT now()
+    )""",
+    "CREATE SEQUENCE IF NOT EXISTS pgcatalog_rid_seq",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_entries (
+        rid bigint PRIMARY KEY DEFAULT nextval('pgcatalog_rid_seq'),
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        path text COLLATE "C" NOT NULL,
+        parent text COLLATE "C" NOT NULL,
+        depth integer NOT NULL,
+        idx jsonb NOT NULL DEFAULT '{}'::jsonb
+    )""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_entries_path
+        ON pgcatalog_entries (cid, path)""",
+    """CREATE INDEX IF NOT EXISTS pgcatalog_entries_parent
+        ON pgcatalog_entries (cid, parent)""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_meta (
+        rid bigint PRIMARY KEY REFERENCES pgcatalog_entries ON DELETE CASCADE,
+        meta jsonb NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_text (
+        rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
+        name text NOT NULL,
+        tsv tsvector NOT NULL,
+        PRIMARY KEY (rid, name)
+    )""",
+]
+
+
+def index_name(*parts):
+    """A stable, valid PostgreSQL index name for an index kind's DDL."""
+    digest = hashlib.sha1("\x00".join(parts).encode("utf-8")).hexdigest()[:12]
+    return sql.Identifier(f"pgcatalog_x_{digest}")
+
+
+def ensure_schema(conn):
+    """Create or upgrade the tables (idempotent; safe with concurrent
+    processes thanks to an advisory lock).  ``conn`` is in autocommit mode."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+        row = conn.execute(
+            "SELECT to_regclass('pgcatalog_schema') IS NOT NULL").fetchone()
+        version = 0
+        if row[0]:
+            found = conn.execute(
+                "SELECT max(version) FROM pgcatalog_schema").fetchone()[0]
+            version = found or 0
+        if version == SCHEMA_VERSION:
+            return version
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                "The catalog tables have schema version %s, newer than this "
+                "plone.pgcatalog (%s): upgrade the package." % (
+                    version, SCHEMA_VERSION))
+        for stmt in BASE_DDL:
+            conn.execute(stmt)
+        for migrate in MIGRATIONS[version:]:
+            migrate(conn)
+        conn.execute("DELETE FROM pgcatalog_schema")
+        conn.execute("INSERT INTO pgcatalog_schema (version) VALUES (%s)",
+                     (SCHEMA_VERSION,))
+    return SCHEMA_VERSION
+
+
+def _v1(conn):
+    """Version 1: the base tables (created above)."""
+
+
+#: MIGRATIONS[n] upgrades from version n to n+1.
+MIGRATIONS = [_v1]
+
+
+def ensure_index_ddl(conn, statements):
+    """Run an index kind's DDL statements (CREATE INDEX IF NOT EXISTS ...)."""
+    if not statements:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+        for stmt in statements:
+            conn.execute(stmt)

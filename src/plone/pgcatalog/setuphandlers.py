@@ -1,0 +1,178 @@
+"""Install and uninstall: swap portal_catalog, keeping its definitions.
+
+Install replaces the site's ZCatalog-based portal_catalog by a
+:class:`~plone.pgcatalog.tool.PGCatalogTool` carrying the same index and
+metadata definitions (Plone's and add-ons'), the same lexicon pipelines and
+properties, registers it as the ``ICatalogTool`` utility and in the
+GenericSetup toolset, then indexes all content (comments included).
+Uninstall does the reverse and puts back a fully indexed ZCatalog.
+"""
+from Acquisition import aq_base
+from Persistence import Persistent
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.GenericSetup.registry import ToolsetRegistry
+
+from plone.pgcatalog import logger
+from plone.pgcatalog.indexes import kind_for
+
+
+TOOL_ID = "portal_catalog"
+TOOL_CLASS = "plone.pgcatalog.tool.PGCatalogTool"
+ZCATALOG_CLASS = "Products.CMFPlone.CatalogTool.CatalogTool"
+
+
+def _is_data(value):
+    """Index attributes that hold data (BTrees, Lengths, Okapi indexes)."""
+    return isinstance(value, Persistent) or type(value).__module__.startswith(
+        ("BTrees", "Products.ZCTextIndex.OkapiIndex",
+         "Products.ZCTextIndex.CosineIndex"))
+
+
+def convert_index(index, target=None):
+    """A copy of ``index``'s configuration as an index of class ``target``
+    (default: the plone.pgcatalog kind serving its meta_type)."""
+    index = aq_base(index)
+    klass = target or kind_for(index.meta_type)
+    new = klass.__new__(klass)
+    for key, value in index.__dict__.items():
+        if key.startswith("_v_") or key.startswith("_p_") or _is_data(value):
+            continue
+        new.__dict__[key] = value
+    return new
+
+
+def _copy_lexicons(old, new):
+    from Products.ZCTextIndex.ZCTextIndex import PLexicon
+    for oid, obj in old.objectItems():
+        obj = aq_base(obj)
+        if obj.meta_type == "ZCTextIndex Lexicon":
+            pipeline = list(getattr(obj, "_pipeline", ()))
+            new._setObject(oid, PLexicon(oid, obj.title, *pipeline),
+                           suppress_events=True)
+
+
+def _copy_definitions(old, new):
+    for prop in ("title", "unwrapobjects"):
+        if hasattr(aq_base(old), prop):
+            setattr(new, prop, getattr(aq_base(old), prop))
+    old_catalog = aq_base(old)._catalog
+    for name in list(old_catalog.indexes.keys()):
+        index = old_catalog.indexes[name]
+        try:
+            new.addIndex(name, index)
+        except Exception:
+            logger.exception("could not carry index %s (%s) over", name,
+                             getattr(index, "meta_type", "?"))
+            raise
+    for name in old_catalog.names:
+        new.addColumn(name)
+
+
+def _swap_tool(portal, new):
+    portal._delObject(TOOL_ID, suppress_events=True)
+    portal._setObject(TOOL_ID, new, suppress_events=True)
+    tool = portal[TOOL_ID]
+    sm = portal.getSiteManager()
+    sm.registerUtility(aq_base(tool), ICatalogTool)
+    return tool
+
+
+def install(portal):
+    """Replace portal_catalog by plone.pgcatalog's tool and index all."""
+    from plone.pgcatalog.tool import PGCatalogTool
+    old = portal[TOOL_ID]
+    if isinstance(aq_base(old), PGCatalogTool):
+        tool = old
+        portal.getSiteManager().registerUtility(aq_base(tool), ICatalogTool)
+    else:
+        new = PGCatalogTool()
+        _copy_lexicons(old, new)
+        new_wrapped = new.__of__(portal)
+        _copy_definitions(old, new_wrapped)
+        tool = _swap_tool(portal, new)
+    toolset = portal.portal_setup.getToolsetRegistry()
+    toolset.addRequiredTool(TOOL_ID, TOOL_CLASS)
+    toolset._pgcatalog_pinned = TOOL_CLASS
+    tool.clearFindAndRebuild()
+    logger.info("plone.pgcatalog installed: %d entries indexed", len(tool))
+    return tool
+
+
+def uninstall(portal):
+    """Put back a ZCatalog-based portal_catalog, fully indexed."""
+    from Products.CMFPlone.CatalogTool import CatalogTool
+    from Products.ZCatalog.ZCatalog import ZCatalog
+    from plone.pgcatalog.tool import PGCatalogTool
+    old = portal[TOOL_ID]
+    if not isinstance(aq_base(old), PGCatalogTool):
+        return old
+    new = CatalogTool()
+    _copy_lexicons(old, new)
+    new_wrapped = new.__of__(portal)
+    for prop in ("title", "unwrapobjects"):
+        setattr(new, prop, getattr(aq_base(old), prop, ""))
+    for name in old.indexes():
+        index = old._catalog._indexes[name]
+        original = [k for k in type(index).__mro__[1:]
+                    if getattr(k, "meta_type", None) == index.meta_type
+                    and not k.__module__.startswith("plone.pgcatalog")][0]
+        fresh = original.__new__(original)
+        fresh.__dict__.update(
+            {k: v for k, v in aq_base(index).__dict__.items()
+             if not k.startswith(("_v_", "_p_"))})
+        if hasattr(fresh, "clear"):
+            try:
+                if original.__name__ == "GopipIndex":
+                    fresh.catalog = aq_base(new._catalog)
+                elif original.__name__ == "ZCTextIndex":
+                    fresh.index = None
+                    fresh._v_lexicon = None
+                    lexicon = getattr(new_wrapped, fresh.lexicon_id)
+                    from Products.ZCTextIndex.ZCTextIndex import index_types
+                    fresh.index = index_types[fresh._index_type](lexicon) \
+                        if hasattr(fresh, "_index_type") else \
+                        index_types["Okapi BM25 Rank"](lexicon)
+                else:
+                    fresh.clear()
+            except Exception:
+                logger.exception("resetting index %s failed", name)
+        ZCatalog.addIndex(new_wrapped, name, fresh)
+    for name in old._catalog.names:
+        ZCatalog.addColumn(new_wrapped, name)
+    old.manage_catalogClear()
+    tool = _swap_tool(portal, new)
+    toolset = portal.portal_setup.getToolsetRegistry()
+    toolset.addRequiredTool(TOOL_ID, ZCATALOG_CLASS)
+    if "_pgcatalog_pinned" in toolset.__dict__:
+        del toolset._pgcatalog_pinned
+        toolset._p_changed = True
+    tool.clearFindAndRebuild()
+    return tool
+
+
+def post_install(context):
+    install(context.getSite())
+
+
+def post_uninstall(context):
+    uninstall(context.getSite())
+
+
+# -- keep the tool when Plone's toolset.xml is imported again --------------
+_orig_list_required = ToolsetRegistry.listRequiredToolInfo
+
+
+def _list_required_tool_info(self):
+    infos = _orig_list_required(self)
+    pinned = getattr(aq_base(self), "_pgcatalog_pinned", None)
+    if not pinned:
+        return infos
+    result = []
+    for info in infos:
+        if info.get("id") == TOOL_ID:
+            info = dict(info, **{"class": pinned})
+        result.append(info)
+    return result
+
+
+ToolsetRegistry.listRequiredToolInfo = _list_required_tool_info

@@ -1,0 +1,120 @@
+"""Test layers: a Plone site with plone.pgcatalog installed.
+
+The PostgreSQL server is ``PGCATALOG_DSN`` or a private embedded one
+(:mod:`plone.pgcatalog.pgserver`); the fixture creates a fresh database.
+
+Catalog state is isolated the way ZODB isolates with DemoStorage stacking:
+the catalog rows are snapshotted when a layer (and each functional test)
+starts and restored when it ends, so what a layer or a test commits
+disappears at its teardown.  Integration tests need nothing: their
+transaction is aborted, and the catalog's PostgreSQL transaction with it.
+"""
+import os
+
+from plone.app.testing import applyProfile
+from plone.app.testing import FunctionalTesting
+from plone.app.testing import IntegrationTesting
+from plone.app.testing import PLONE_FIXTURE
+from plone.app.testing import PloneSandboxLayer
+from plone.testing import Layer
+
+from plone.pgcatalog import db
+from plone.pgcatalog import pgserver
+
+
+_TABLES = ("pgcatalog_catalogs", "pgcatalog_entries", "pgcatalog_meta",
+           "pgcatalog_text")
+
+
+def snapshot():
+    """All catalog rows of the configured database (small test data)."""
+    db.ensure_schema()
+    with db.get_pool().connection() as conn:
+        data = {}
+        for table in _TABLES:
+            data[table] = conn.execute(
+                "SELECT row_to_json(t)::text FROM %s t" % table).fetchall()
+        return data
+
+
+def restore(data):
+    """Put the catalog rows back as ``snapshot`` found them."""
+    with db.get_pool().connection() as conn:
+        with conn.transaction():
+            conn.execute("TRUNCATE %s CASCADE" % ", ".join(_TABLES))
+            for table in _TABLES:
+                rows = [r[0] for r in data[table]]
+                if rows:
+                    conn.execute(
+                        "INSERT INTO %s SELECT * FROM "
+                        "json_populate_recordset(NULL::%s, %%s::json)"
+                        % (table, table), ("[" + ",".join(rows) + "]",))
+
+
+class PGDatabaseLayer(Layer):
+    """A fresh PostgreSQL database, set as PGCATALOG_DSN for the layer."""
+
+    def setUp(self):
+        self._old_dsn = os.environ.get("PGCATALOG_DSN")
+        self.dsn = pgserver.fresh_database("pgcatalog_layer")
+        os.environ["PGCATALOG_DSN"] = self.dsn
+        db.ensure_schema(self.dsn)
+
+    def tearDown(self):
+        db.close_pools()
+        if self._old_dsn is None:
+            os.environ.pop("PGCATALOG_DSN", None)
+        else:
+            os.environ["PGCATALOG_DSN"] = self._old_dsn
+        try:
+            pgserver.drop_database(self.dsn)
+        except Exception:  # pragma: no cover - best effort
+            pass
+
+
+PGCATALOG_DATABASE = PGDatabaseLayer()
+
+
+class CatalogStateLayerMixin:
+    """Snapshot catalog rows at setUp, restore them at tearDown."""
+
+    def setUp(self):
+        self._pgc_snapshot = snapshot()
+        super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        restore(self._pgc_snapshot)
+
+
+class PGCatalogFixture(CatalogStateLayerMixin, PloneSandboxLayer):
+
+    defaultBases = (PGCATALOG_DATABASE, PLONE_FIXTURE)
+
+    def setUpZope(self, app, configurationContext):
+        import plone.pgcatalog
+        self.loadZCML(package=plone.pgcatalog)
+
+    def setUpPloneSite(self, portal):
+        applyProfile(portal, "plone.pgcatalog:default")
+
+
+PGCATALOG_FIXTURE = PGCatalogFixture()
+
+
+class PGCatalogFunctionalTesting(FunctionalTesting):
+    """Functional testing: each test's committed catalog rows are undone."""
+
+    def testSetUp(self):
+        self._pgc_snapshot = snapshot()
+        super().testSetUp()
+
+    def testTearDown(self):
+        super().testTearDown()
+        restore(self._pgc_snapshot)
+
+
+PGCATALOG_INTEGRATION_TESTING = IntegrationTesting(
+    bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Integration")
+PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
+    bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Functional")

@@ -1,0 +1,683 @@
+"""``portal_catalog``: the ZCatalog / CMFPlone catalog API on PostgreSQL.
+
+Built on ``UniqueObject`` + ``Folder`` (the ZCTextIndex lexicons stay
+sub-objects, as in ZCatalog); provides the interfaces Plone looks up.  The
+search API (searchResults with CMFPlone's security additions,
+unrestrictedSearchResults, search) compiles queries with
+:mod:`plone.pgcatalog.query`; the write API (catalog_object,
+uncatalog_object and CMFCore's queued indexObject/reindexObject/
+unindexObject) buffers writes in the transaction's
+:class:`plone.pgcatalog.db.CatalogSession`.
+"""
+import threading
+import uuid
+
+from AccessControl import ClassSecurityInfo
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_entries
+from AccessControl.Permissions import manage_zcatalog_indexes
+from AccessControl.Permissions import search_zcatalog
+from Acquisition import aq_base
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from DateTime import DateTime
+from Missing import MV
+from OFS.Folder import Folder
+from OFS.ObjectManager import ObjectManager
+from plone.base.interfaces import IPloneCatalogTool
+from plone.indexer.interfaces import IIndexableObject
+from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
+from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.CMFCore.utils import _getAuthenticatedUser
+from Products.CMFCore.utils import UniqueObject
+from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
+from Products.PluginIndexes.interfaces import IPluggableIndex
+from Products.ZCatalog.interfaces import IZCatalog
+from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
+from zope.component import queryMultiAdapter
+from zope.interface import implementer
+
+from plone.pgcatalog import codec
+from plone.pgcatalog import db
+from plone.pgcatalog import logger
+from plone.pgcatalog.catalog import CatalogConfig
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.indexes import kind_for
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.query import compile_search
+from plone.pgcatalog.query import merge_query_args
+from plone.pgcatalog.results import empty_result
+from plone.pgcatalog.results import make_results
+from plone.pgcatalog.writer import DELETE
+from plone.pgcatalog.writer import Upsert
+
+
+_cids = {}
+_cids_lock = threading.Lock()
+
+
+def safe_callable(ob):
+    from Products.ZCatalog.Catalog import safe_callable as _safe
+    return _safe(ob)
+
+
+@implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
+class PGCatalogTool(UniqueObject, Folder):
+    """Plone's catalog tool, with every index kept in PostgreSQL."""
+
+    id = "portal_catalog"
+    meta_type = "Plone Catalog Tool"
+    title = ""
+    _pgc_is_tool = True
+    _pgc_key = None
+    threshold = 10000
+    long_query_time = 0.1
+    unwrapobjects = False
+
+    security = ClassSecurityInfo()
+
+    _properties = (
+        {"id": "title", "type": "string", "mode": "w"},
+        {"id": "unwrapobjects", "type": "boolean", "mode": "w"},
+    )
+
+    manage_options = (
+        {"action": "manage_main", "label": "Contents"},
+        {"action": "manage_catalogStatus", "label": "Catalog"},
+    ) + Folder.manage_options[1:]
+
+    def __init__(self, id=None):
+        self.id = id or "portal_catalog"
+        self._catalog = CatalogConfig()
+        self.Indexes = ZCatalogIndexes()
+        self._pgc_key = uuid.uuid4().hex
+
+    # ------------------------------------------------------------------
+    # PostgreSQL plumbing
+    # ------------------------------------------------------------------
+    def _pgc_session(self):
+        return db.current_session()
+
+    def _pgc_cid(self):
+        from plone.pgcatalog.config import get_dsn
+        key = (get_dsn(), self._pgc_key)
+        cid = _cids.get(key)
+        if cid is None:
+            db.ensure_schema()
+            with _cids_lock:
+                with db.get_pool().connection() as conn:
+                    cid = conn.execute(
+                        "INSERT INTO pgcatalog_catalogs (key) VALUES (%s) "
+                        "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key "
+                        "RETURNING cid", (key[1],)).fetchone()[0]
+                _cids[key] = cid
+        return cid
+
+    def _pgc_query(self, sql, params=()):
+        return self._pgc_session().execute(sql, params).fetchall()
+
+    def _pgc_path_cache(self):
+        return self._pgc_session().cache.setdefault(("paths", self._pgc_key),
+                                                    {})
+
+    def _pgc_known_paths(self):
+        """Paths this transaction saw with metadata (no need to compute
+        metadata for them on a partial reindex without update_metadata)."""
+        return self._pgc_session().cache.setdefault(("known", self._pgc_key),
+                                                    set())
+
+    def _pgc_write_sql(self, sql, params=()):
+        session = self._pgc_session()
+        session.flush()
+        session._begin()
+        session.execute(sql, params)
+
+    def manage_afterClone(self, item):
+        # a copied catalog is a new, empty catalog
+        self._pgc_key = uuid.uuid4().hex
+        super().manage_afterClone(item)
+
+    # ------------------------------------------------------------------
+    # Searching
+    # ------------------------------------------------------------------
+    def _listAllowedRolesAndUsers(self, user):
+        return PloneCatalogTool._listAllowedRolesAndUsers(self, user)
+
+    security.declarePrivate("allow_inactive")
+
+    def allow_inactive(self, query_kw):
+        return PloneCatalogTool.allow_inactive(self, query_kw)
+
+    @security.protected(search_zcatalog)
+    def searchResults(self, query=None, **kw):
+        """Search the catalog as CMFPlone does: pending indexing is processed
+        first, and allowedRolesAndUsers / effectiveRange are always set by
+        the tool, whatever the caller passed."""
+        processQueue()
+        kw = kw.copy()
+        show_inactive = kw.get("show_inactive", None)
+        if show_inactive is None and isinstance(query, dict):
+            show_inactive = query.get("show_inactive", None)
+        if show_inactive is None:
+            show_inactive = self.allow_inactive(kw)
+        user = _getAuthenticatedUser(self)
+        kw["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
+        if not show_inactive:
+            kw["effectiveRange"] = DateTime()
+        sort_on = kw.get("sort_on") or []
+        if isinstance(sort_on, str):
+            sort_on = [sort_on]
+        valid_indexes = self.indexes()
+        try:
+            sort_on = [idx for idx in sort_on if idx in valid_indexes]
+        except TypeError:
+            sort_on = []
+        if not sort_on:
+            kw.pop("sort_on", None)
+        else:
+            kw["sort_on"] = sort_on
+        return self._pgc_search(merge_query_args(query, **kw))
+
+    def __call__(self, *args, **kw):
+        return self.searchResults(*args, **kw)
+
+    @security.private
+    def unrestrictedSearchResults(self, REQUEST=None, **kw):
+        """Search without the security additions (see CMFCore)."""
+        processQueue()
+        return self._pgc_search(merge_query_args(REQUEST, **kw))
+
+    @security.private
+    def _unrestrictedSearchResults(self, REQUEST=None, **kw):
+        """Like unrestrictedSearchResults, without processQueue()."""
+        return self._pgc_search(merge_query_args(REQUEST, **kw))
+
+    @security.protected(search_zcatalog)
+    def search(self, query, sort_index=None, reverse=0, limit=None,
+               merge=1):
+        """ZCatalog's programmatic search, wrapped as CMFPlone does."""
+        processQueue()
+        user = _getAuthenticatedUser(self)
+        query["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
+        if not self.allow_inactive(query):
+            query["effectiveRange"] = DateTime()
+        query = dict(query)
+        if sort_index is not None:
+            if isinstance(sort_index, (list, tuple)):
+                query["sort_on"] = [getattr(i, "getId", lambda: i)()
+                                    for i in sort_index]
+            else:
+                query["sort_on"] = getattr(sort_index, "getId",
+                                           lambda: sort_index)()
+            if isinstance(reverse, (list, tuple)):
+                query["sort_order"] = ["descending" if r else "ascending"
+                                       for r in reverse]
+            else:
+                query["sort_order"] = "descending" if reverse else ""
+        if limit is not None:
+            query["sort_limit"] = limit
+        return self._pgc_search(query)
+
+    def _pgc_search(self, query):
+        plan = compile_search(self._catalog, self._pgc_cid(), query)
+        if plan.empty:
+            return empty_result()
+        if plan.python_sort:
+            return self._pgc_python_sorted(plan)
+        row = self._pgc_session().execute(plan.sql, plan.params).fetchone()
+        count = row[0]
+        rids = row[1] or []
+        scores = None
+        if plan.scored:
+            raw_scores = row[2] or []
+            top = row[3] or 0
+            scores = {}
+            for rid, score in zip(rids, raw_scores):
+                norm = int(100.0 * score / top) if top else 1
+                scores[rid] = (score, norm)
+        if not plan.limited and plan.b_size is not None:
+            rids = rids[plan.b_start:plan.b_start + plan.b_size]
+        return make_results(self, rids, count, scores)
+
+    def _pgc_python_sorted(self, plan):
+        rows = self._pgc_session().execute(plan.sql, plan.params).fetchall()
+        keyed = []
+        positions = {}
+        for index in plan.python_sort:
+            if getattr(index, "pgc_python_sort", False):
+                positions[index.getId()] = index.pgc_positions(
+                    [row[1] for row in rows])
+        for row in rows:
+            key = []
+            for n, index in enumerate(plan.python_sort):
+                if getattr(index, "pgc_python_sort", False):
+                    value = positions[index.getId()].get(row[1])
+                    if value is None:
+                        break
+                    key.append(value)
+                else:
+                    key.append(row[2 + n])
+            else:
+                keyed.append((key, row[0]))
+        # stable multi-pass sort: last key first, each with its direction
+        for n in reversed(range(len(plan.python_sort))):
+            keyed.sort(key=lambda item: _sortable(item[0][n]),
+                       reverse=plan.reverse[n])
+        rids = [rid for _, rid in keyed]
+        count = len(rids)
+        if plan.b_size is not None:
+            rids = rids[plan.b_start:plan.b_start + plan.b_size]
+        return make_results(self, rids, count)
+
+    # ------------------------------------------------------------------
+    # Writing
+    # ------------------------------------------------------------------
+    @security.protected(manage_zcatalog_entries)
+    def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
+                       pghandler=None):
+        """(Re)index ``obj`` under ``uid`` (its physical path by default)."""
+        if idxs is None:
+            idxs = []
+        wrapper = obj
+        if not IIndexableObject.providedBy(obj):
+            found = queryMultiAdapter((obj, self), IIndexableObject)
+            if found is not None:
+                wrapper = found
+        if uid is None:
+            try:
+                uid = obj.getPhysicalPath
+            except AttributeError:
+                raise CatalogError(
+                    "A cataloged object must support the 'getPhysicalPath' "
+                    "method if no unique id is provided when cataloging")
+            uid = "/".join(uid())
+        elif not isinstance(uid, str):
+            raise CatalogError("The object unique id must be a string.")
+        self._pgc_catalog_object(wrapper, uid, idxs, update_metadata)
+
+    def _pgc_catalog_object(self, obj, uid, idxs, update_metadata):
+        catalog = self._catalog
+        indexes = catalog._indexes
+        full = not idxs
+        names = list(indexes) if full else [n for n in idxs if n in indexes]
+        idx_set, idx_remove, text_set, text_remove = {}, [], {}, []
+        for name in names:
+            index = catalog.getIndex(name)
+            storage = index.pgc_storage
+            if storage not in ("idx", "text"):
+                continue
+            value = index.pgc_extract(obj)
+            if storage == "idx":
+                if value is MISSING:
+                    idx_remove.append(name)
+                else:
+                    idx_set[name] = codec.encode(value)
+            else:
+                if value is MISSING:
+                    text_remove.append(name)
+                else:
+                    text_set[name] = value
+        session = self._pgc_session()
+        meta = None
+        if update_metadata or uid not in self._pgc_known_paths():
+            meta = codec.encode_meta(self._pgc_recordify(obj)).decode("utf-8")
+        session.pending.add(self._pgc_cid(), uid, Upsert(
+            full, idx_set, idx_remove, meta, text_set, text_remove))
+
+    def _pgc_recordify(self, obj):
+        record = {}
+        for name in self._catalog.names:
+            attr = getattr(obj, name, MV)
+            if attr is not MV and safe_callable(attr):
+                attr = attr()
+            record[name] = attr
+        return record
+
+    @security.protected(manage_zcatalog_entries)
+    def uncatalog_object(self, uid):
+        """Remove the entry ``uid`` (a path) from the catalog."""
+        self._pgc_session().pending.add(self._pgc_cid(), uid, DELETE)
+
+    @security.private
+    def indexObject(self, object, idxs=None):
+        if idxs is None:
+            idxs = []
+        self.reindexObject(object, idxs)
+
+    unindexObject = CMFCatalogTool.unindexObject
+    reindexObject = CMFCatalogTool.reindexObject
+    _indexObject = CMFCatalogTool._indexObject
+    _unindexObject = CMFCatalogTool._unindexObject
+    _reindexObject = CMFCatalogTool._reindexObject
+    _CatalogTool__url = CMFCatalogTool._CatalogTool__url
+    security.declarePrivate("unindexObject", "reindexObject", "_indexObject",
+                            "_unindexObject", "_reindexObject")
+
+    def _increment_counter(self):
+        """Kept for API compatibility: the counter is bumped by each
+        catalog_object / uncatalog_object in PostgreSQL."""
+
+    @security.private
+    def getCounter(self):
+        """Changes counter (transactional, in PostgreSQL)."""
+        processQueue()
+        session = self._pgc_session()
+        cid = self._pgc_cid()
+        committed = session.execute(
+            "SELECT counter FROM pgcatalog_catalogs WHERE cid = %s",
+            (cid,)).fetchone()[0]
+        return committed + session.counter_delta(cid)
+
+    # ------------------------------------------------------------------
+    # Records
+    # ------------------------------------------------------------------
+    @security.protected(search_zcatalog)
+    def getpath(self, rid, default=KeyError):
+        """The path of record ``rid``."""
+        cache = self._pgc_path_cache()
+        path = cache.get(rid)
+        if path is None:
+            rows = self._pgc_query(
+                "SELECT path FROM pgcatalog_entries WHERE rid = %s AND "
+                "cid = %s", (rid, self._pgc_cid()))
+            if not rows:
+                if default is KeyError:
+                    raise KeyError(rid)
+                return default
+            path = cache[rid] = rows[0][0]
+        return path
+
+    @security.protected(search_zcatalog)
+    def getrid(self, path, default=None):
+        """The record id of ``path``, or ``default``."""
+        rows = self._pgc_query(
+            "SELECT rid FROM pgcatalog_entries WHERE cid = %s AND path = %s",
+            (self._pgc_cid(), path))
+        return rows[0][0] if rows else default
+
+    @security.protected(search_zcatalog)
+    def getobject(self, rid, REQUEST=None):
+        """The object of record ``rid``."""
+        return aq_parent(self).unrestrictedTraverse(self.getpath(rid))
+
+    def _pgc_brain_for_rid(self, rid):
+        result = make_results(self, [rid], 1)
+        return result[0]
+
+    def _pgc_all_paths(self):
+        return [tuple(r) for r in self._pgc_query(
+            "SELECT rid, path FROM pgcatalog_entries WHERE cid = %s "
+            "ORDER BY rid", (self._pgc_cid(),))]
+
+    @security.protected(search_zcatalog)
+    def getMetadataForRID(self, rid):
+        rows = self._pgc_query(
+            "SELECT m.meta FROM pgcatalog_meta m JOIN pgcatalog_entries e "
+            "ON e.rid = m.rid WHERE e.rid = %s AND e.cid = %s",
+            (rid, self._pgc_cid()))
+        if not rows:
+            raise KeyError(rid)
+        meta = codec.decode_meta(rows[0][0] or {})
+        return {name: meta.get(name, MV) for name in self._catalog.names}
+
+    @security.protected(search_zcatalog)
+    def getIndexDataForRID(self, rid):
+        return {name: self._catalog.getIndex(name).getEntryForObject(rid, "")
+                for name in self._catalog._indexes}
+
+    def _pgc_index_value(self, index, rid):
+        storage = index.pgc_storage
+        cid = self._pgc_cid()
+        if storage == "idx":
+            rows = self._pgc_query(
+                "SELECT e.idx -> %s FROM pgcatalog_entries e WHERE e.rid = %s"
+                " AND e.cid = %s", (index.getId(), rid, cid))
+        elif storage == "text":
+            rows = self._pgc_query(
+                "SELECT t.tsv::text FROM pgcatalog_text t JOIN "
+                "pgcatalog_entries e ON e.rid = t.rid WHERE t.rid = %s AND "
+                "e.cid = %s AND t.name = %s", (rid, cid, index.getId()))
+        elif storage == "path":
+            rows = self._pgc_query(
+                "SELECT e.path FROM pgcatalog_entries e WHERE e.rid = %s AND "
+                "e.cid = %s", (rid, cid))
+        else:
+            return None
+        return rows[0][0] if rows else None
+
+    def _pgc_index_rids(self, index, iq):
+        from plone.pgcatalog.indexes.base import NO_MATCH
+        from plone.pgcatalog.indexes.base import QueryContext
+        qc = QueryContext(self._catalog)
+        fragment = index.pgc_where(iq, qc)
+        if fragment is NO_MATCH:
+            return []
+        if fragment is None:
+            fragment = "TRUE"
+        rows = self._pgc_query(
+            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %%s AND %s "
+            "ORDER BY e.rid" % fragment, [self._pgc_cid()] + qc.params)
+        return [r[0] for r in rows]
+
+    def _pgc_clear_index(self, index):
+        if index.pgc_storage == "idx":
+            self._pgc_write_sql(
+                "UPDATE pgcatalog_entries SET idx = idx - %s WHERE cid = %s "
+                "AND idx ? %s", (index.getId(), self._pgc_cid(),
+                                 index.getId()))
+        elif index.pgc_storage == "text":
+            self._pgc_write_sql(
+                "DELETE FROM pgcatalog_text t USING pgcatalog_entries e "
+                "WHERE e.rid = t.rid AND e.cid = %s AND t.name = %s",
+                (self._pgc_cid(), index.getId()))
+
+    def __len__(self):
+        return self._pgc_query(
+            "SELECT count(*) FROM pgcatalog_entries WHERE cid = %s",
+            (self._pgc_cid(),))[0][0]
+
+    def __bool__(self):
+        return True
+
+    @security.protected(search_zcatalog)
+    def getAllBrains(self):
+        """All brains, as a generator (ZCatalog API)."""
+        rids = [rid for rid, _ in self._pgc_all_paths()]
+        results = make_results(self, rids, len(rids))
+        for brain in results:
+            yield brain
+
+    @security.protected(search_zcatalog)
+    def searchAll(self):
+        rids = [rid for rid, _ in self._pgc_all_paths()]
+        return make_results(self, rids, len(rids))
+
+    # ------------------------------------------------------------------
+    # Indexes and columns
+    # ------------------------------------------------------------------
+    @security.protected(search_zcatalog)
+    def indexes(self):
+        """Names of the indexes."""
+        return list(self._catalog._indexes.keys())
+
+    @security.protected(search_zcatalog)
+    def schema(self):
+        """Names of the metadata columns."""
+        return list(self._catalog.schema.keys())
+
+    @security.protected(manage_zcatalog_indexes)
+    def index_objects(self):
+        return [self._catalog.getIndex(n) for n in self._catalog._indexes]
+
+    getIndexObjects = index_objects
+
+    @security.protected(manage_zcatalog_indexes)
+    def availableIndexes(self):
+        return self._catalog.indexes
+
+    @security.protected(manage_zcatalog_indexes)
+    def addIndex(self, name, type, extra=None):
+        """Add an index of ZCatalog type ``type`` (a meta_type or an index
+        object); a type plone.pgcatalog cannot serve fails here, loudly."""
+        if IPluggableIndex.providedBy(type):
+            from plone.pgcatalog.setuphandlers import convert_index
+            index = convert_index(type)
+        else:
+            klass = kind_for(type)
+            index = klass(name, extra=extra, caller=self)
+        self._catalog.addIndex(name, index)
+        self._pgc_create_ddl(index)
+
+    def _pgc_create_ddl(self, index):
+        statements = index.pgc_ddl("pgcatalog_entries")
+        if statements:
+            db.ensure_schema()
+            from plone.pgcatalog.schema import ensure_index_ddl
+            with db.get_pool().connection() as conn:
+                ensure_index_ddl(conn, statements)
+
+    @security.protected(manage_zcatalog_indexes)
+    def delIndex(self, name):
+        """Remove an index and its values."""
+        index = self._catalog.getIndex(name)
+        self._pgc_clear_index(index)
+        self._catalog.delIndex(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def clearIndex(self, name):
+        self._catalog.getIndex(name).clear()
+
+    @security.protected(manage_zcatalog_indexes)
+    def addColumn(self, name, default_value=None, threshold=10000):
+        """Add a metadata column (entries get it at their next reindex, as
+        in ZCatalog; until then brains show Missing.Value)."""
+        self._catalog.addColumn(name, default_value, threshold)
+        self._catalog._p_changed = True
+
+    @security.protected(manage_zcatalog_indexes)
+    def delColumn(self, name, threshold=10000):
+        """Remove a metadata column."""
+        self._catalog.delColumn(name, threshold)
+        self._catalog._p_changed = True
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_addIndex(self, name, type, extra=None, REQUEST=None,
+                        RESPONSE=None, URL1=None):
+        self.addIndex(name, type, extra)
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None,
+                        URL1=None):
+        if not ids:
+            raise BadRequest("No items specified")
+        if isinstance(ids, str):
+            ids = (ids,)
+        for name in ids:
+            self.delIndex(name)
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_addColumn(self, name, REQUEST=None, RESPONSE=None, URL1=None):
+        self.addColumn(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_delColumn(self, names, REQUEST=None, RESPONSE=None,
+                         URL1=None):
+        if isinstance(names, str):
+            names = (names,)
+        for name in names:
+            self.delColumn(name)
+
+    @security.protected(search_zcatalog)
+    def uniqueValuesFor(self, name):
+        """Unique values of index ``name``."""
+        return tuple(self._catalog.getIndex(name).uniqueValues())
+
+    # ------------------------------------------------------------------
+    # Rebuilding
+    # ------------------------------------------------------------------
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """Remove every entry of this catalog (in the current transaction:
+        other readers keep seeing the old entries until it commits)."""
+        self._pgc_session().pending.take_ops()
+        self._pgc_write_sql("DELETE FROM pgcatalog_entries WHERE cid = %s",
+                            (self._pgc_cid(),))
+        self._pgc_path_cache().clear()
+
+    @security.protected(manage_zcatalog_entries)
+    def clearFindAndRebuild(self):
+        """Empty the catalog, then index every contentish object (and
+        plone.app.discussion comments), in one transaction."""
+        return PloneCatalogTool.clearFindAndRebuild(self)
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
+        """Clear and rebuild the catalog."""
+        self.clearFindAndRebuild()
+        if RESPONSE is not None:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    @security.protected(manage_zcatalog_entries)
+    def refreshCatalog(self, clear=0, pghandler=None):
+        """Reindex every catalogued object (clearing first if ``clear``)."""
+        paths = [path for _, path in self._pgc_all_paths()]
+        if clear:
+            self.manage_catalogClear()
+        root = self.getPhysicalRoot()
+        for path in paths:
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is None:
+                logger.error("refreshCatalog: could not resolve %s", path)
+                if not clear:
+                    self.uncatalog_object(path)
+                continue
+            self.catalog_object(obj, path, pghandler=pghandler)
+
+    @security.protected(manage_zcatalog_entries)
+    def reindexIndex(self, name, REQUEST=None, pghandler=None):
+        """Recompute index(es) ``name`` for every catalogued object."""
+        names = [name] if isinstance(name, str) else list(name)
+        root = self.getPhysicalRoot()
+        for _, path in self._pgc_all_paths():
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is None:
+                continue
+            self.catalog_object(obj, path, idxs=names, update_metadata=0)
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None,
+                            URL1=None):
+        if not ids:
+            raise BadRequest("No items specified")
+        self.reindexIndex(ids, REQUEST)
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    def maintain_zodb_cache(self):
+        """Nothing to do: the catalog holds no ZODB objects."""
+
+    def getCatalogPlan(self):
+        return ""
+
+    def getCatalogReport(self):
+        return []
+
+    def ZopeFindAndApply(self, *args, **kw):
+        return ObjectManager.ZopeFindAndApply(self, *args, **kw) \
+            if hasattr(ObjectManager, "ZopeFindAndApply") else \
+            Folder.ZopeFindAndApply(self, *args, **kw)
+
+
+def _sortable(value):
+    return (0,) if value is None else (1, value)
+
+
+from zExceptions import BadRequest  # noqa: E402
+
+
+InitializeClass(PGCatalogTool)

@@ -1,0 +1,181 @@
+"""Apply buffered catalog writes to PostgreSQL.
+
+An operation is either :class:`Delete` or :class:`Upsert`.  The operations of
+one entry are folded into at most a delete and an upsert
+(:func:`fold`), then every entry is written in ``(cid, path)`` order inside
+one pipeline: one network round trip for the whole batch.
+"""
+import orjson
+
+
+class Delete:
+    __slots__ = ()
+    kind = "delete"
+
+
+DELETE = Delete()
+
+
+class Upsert:
+    """Index (all or some indexes of) one entry.
+
+    ``full``: the index values replace all stored ones (ZCatalog's
+    ``idxs=[]``); otherwise ``idx_set``/``idx_remove`` patch the stored
+    document, so a partial reindex never blanks other indexes.
+    ``meta``: encoded metadata (str) or None to keep the stored metadata.
+    ``text_set``: text index name -> tsvector text; ``text_remove``: names
+    whose rows go away.
+    """
+    __slots__ = ("full", "idx_set", "idx_remove", "meta", "text_set",
+                 "text_remove")
+    kind = "upsert"
+
+    def __init__(self, full, idx_set, idx_remove, meta, text_set,
+                 text_remove):
+        self.full = full
+        self.idx_set = idx_set
+        self.idx_remove = idx_remove
+        self.meta = meta
+        self.text_set = text_set
+        self.text_remove = text_remove
+
+    def merged_with(self, later):
+        """This upsert followed by ``later`` (same entry)."""
+        if later.full:
+            meta = later.meta if later.meta is not None else self.meta
+            return Upsert(True, dict(later.idx_set), [], meta,
+                          dict(later.text_set), [])
+        idx_set = dict(self.idx_set)
+        idx_remove = [k for k in self.idx_remove if k not in later.idx_set]
+        for key in later.idx_remove:
+            idx_set.pop(key, None)
+            if not self.full and key not in idx_remove:
+                idx_remove.append(key)
+        idx_set.update(later.idx_set)
+        text_set = dict(self.text_set)
+        text_remove = [k for k in self.text_remove
+                       if k not in later.text_set]
+        for key in later.text_remove:
+            text_set.pop(key, None)
+            if not self.full and key not in text_remove:
+                text_remove.append(key)
+        text_set.update(later.text_set)
+        meta = later.meta if later.meta is not None else self.meta
+        return Upsert(self.full, idx_set, idx_remove, meta, text_set,
+                      text_remove)
+
+
+def fold(ops):
+    """Reduce one entry's operations to ``(delete_first, upsert_or_None)``."""
+    delete_first = False
+    upsert = None
+    for op in ops:
+        if op is DELETE:
+            delete_first = True
+            upsert = None
+        elif upsert is None:
+            upsert = op
+        else:
+            upsert = upsert.merged_with(op)
+    return delete_first, upsert
+
+
+def split_path(path):
+    """``(parent, depth)`` of a catalog path (uid)."""
+    parts = [p for p in path.split("/") if p]
+    cut = path.rfind("/")
+    parent = path[:cut] if cut > 0 else ""
+    return parent, len(parts)
+
+
+_DELETE_SQL = "DELETE FROM pgcatalog_entries WHERE cid = %s AND path = %s"
+
+_ENTRY_FULL = """
+    INSERT INTO pgcatalog_entries AS x (cid, path, parent, depth, idx)
+    VALUES (%s, %s, %s, %s, %s::jsonb)
+    ON CONFLICT (cid, path) DO UPDATE SET idx = EXCLUDED.idx
+    RETURNING rid"""
+
+_ENTRY_PATCH = """
+    INSERT INTO pgcatalog_entries AS x (cid, path, parent, depth, idx)
+    VALUES (%s, %s, %s, %s, %s::jsonb)
+    ON CONFLICT (cid, path) DO UPDATE
+        SET idx = (x.idx || EXCLUDED.idx) - %s::text[]
+    RETURNING rid"""
+
+_META = """
+    m AS (INSERT INTO pgcatalog_meta (rid, meta)
+          SELECT rid, %s::jsonb FROM e
+          ON CONFLICT (rid) DO UPDATE SET meta = EXCLUDED.meta)"""
+
+_TEXT_DELETE_OTHERS = """
+    td AS (DELETE FROM pgcatalog_text t USING e
+           WHERE t.rid = e.rid AND NOT (t.name = ANY(%s::text[])))"""
+
+_TEXT_DELETE_NAMED = """
+    td AS (DELETE FROM pgcatalog_text t USING e
+           WHERE t.rid = e.rid AND t.name = ANY(%s::text[]))"""
+
+_TEXT_UPSERT = """
+    ti AS (INSERT INTO pgcatalog_text (rid, name, tsv)
+           SELECT e.rid, v.name, v.tsv::tsvector
+           FROM e, unnest(%s::text[], %s::text[]) AS v(name, tsv)
+           ON CONFLICT (rid, name) DO UPDATE SET tsv = EXCLUDED.tsv)"""
+
+_sql_cache = {}
+
+
+def upsert_statement(full, has_meta, text_delete, text_upsert):
+    key = (full, has_meta, text_delete, text_upsert)
+    stmt = _sql_cache.get(key)
+    if stmt is None:
+        ctes = ["e AS (%s)" % (_ENTRY_FULL if full else _ENTRY_PATCH)]
+        if has_meta:
+            ctes.append(_META)
+        if text_delete:
+            ctes.append(_TEXT_DELETE_OTHERS if full else _TEXT_DELETE_NAMED)
+        if text_upsert:
+            ctes.append(_TEXT_UPSERT)
+        stmt = "WITH " + ",".join(ctes) + "\nSELECT rid FROM e"
+        _sql_cache[key] = stmt
+    return stmt
+
+
+def upsert_params(cid, path, op):
+    parent, depth = split_path(path)
+    params = [cid, path, parent, depth,
+              orjson.dumps(op.idx_set).decode("utf-8")]
+    if not op.full:
+        params.append(list(op.idx_remove))
+    has_meta = op.meta is not None
+    if has_meta:
+        params.append(op.meta)
+    if op.full:
+        text_delete = True
+        params.append(list(op.text_set))
+    else:
+        text_delete = bool(op.text_remove)
+        if text_delete:
+            params.append(list(op.text_remove))
+    text_upsert = bool(op.text_set)
+    if text_upsert:
+        names = list(op.text_set)
+        params.append(names)
+        params.append([op.text_set[name] for name in names])
+    return upsert_statement(op.full, has_meta, text_delete, text_upsert), \
+        params
+
+
+class Writer:
+    """Writes folded operations, sorted by entry, in one pipeline."""
+
+    def apply(self, conn, ops):
+        with conn.pipeline():
+            cur = conn.cursor()
+            for (cid, path) in sorted(ops):
+                delete_first, upsert = fold(ops[(cid, path)])
+                if delete_first:
+                    cur.execute(_DELETE_SQL, (cid, path), prepare=True)
+                if upsert is not None:
+                    stmt, params = upsert_params(cid, path, upsert)
+                    cur.execute(stmt, params, prepare=True)

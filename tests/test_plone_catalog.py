@@ -1,0 +1,217 @@
+"""plone.pgcatalog in a real Plone site (profile installed)."""
+import unittest
+
+import transaction
+from DateTime import DateTime
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
+from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.ZCatalog.interfaces import IZCatalog
+from zope.component import getUtility
+from ZTUtils.Lazy import LazyMap
+
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
+from plone.pgcatalog.tool import PGCatalogTool
+
+
+def paths(results):
+    return [b.getPath() for b in results]
+
+
+class TestInstall(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        self.catalog = self.portal.portal_catalog
+
+    def test_tool_replaced_and_registered(self):
+        self.assertIsInstance(self.catalog.aq_base, PGCatalogTool)
+        self.assertTrue(IZCatalog.providedBy(self.catalog))
+        self.assertIs(getUtility(ICatalogTool).aq_base, self.catalog.aq_base)
+
+    def test_definitions_preserved(self):
+        indexes = self.catalog.indexes()
+        for name in ("portal_type", "Subject", "path", "SearchableText",
+                     "effectiveRange", "getObjPositionInParent", "UID",
+                     "allowedRolesAndUsers", "modified", "is_folderish"):
+            self.assertIn(name, indexes)
+        self.assertIn("Title", self.catalog.schema())
+        self.assertIn("image_scales", self.catalog._catalog.schema)
+        idx = self.catalog._catalog.getIndex("portal_type")
+        self.assertEqual(idx.meta_type, "FieldIndex")
+        from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+        self.assertIsInstance(idx.aq_base, FieldIndex)
+
+    def test_nothing_catalog_related_in_zodb(self):
+        from BTrees.Interfaces import IBTree
+        for index in self.catalog._catalog._indexes.values():
+            for value in index.__dict__.values():
+                self.assertFalse(IBTree.providedBy(value), value)
+
+    def test_site_root_indexed(self):
+        self.assertGreaterEqual(len(self.catalog), 1)
+
+
+class TestSearch(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        self.catalog = self.portal.portal_catalog
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.portal.invokeFactory("Folder", "folder", title="A Folder")
+        self.folder = self.portal.folder
+        for i, subj in enumerate([("Python",), ("Plone", "Python"), ()]):
+            self.folder.invokeFactory(
+                "Document", "doc%d" % i, title="Doc %d café" % i,
+                subject=subj, description="about number %d" % i)
+
+    def test_read_your_own_writes(self):
+        results = self.catalog(portal_type="Document")
+        self.assertEqual(len(results), 3)
+        self.assertIsInstance(results, LazyMap)
+
+    def test_keyword_or_and(self):
+        self.assertEqual(len(self.catalog(Subject="Python")), 2)
+        self.assertEqual(
+            len(self.catalog(Subject={"query": ["Python", "Plone"],
+                                      "operator": "and"})), 1)
+
+    def test_path_depth_and_gopip(self):
+        results = self.catalog(path={"query": "/plone/folder", "depth": 1},
+                               sort_on="getObjPositionInParent")
+        self.assertEqual([b.getId for b in results], ["doc0", "doc1", "doc2"])
+        self.folder.moveObjectsByDelta(["doc2"], -2)
+        results = self.catalog(path={"query": "/plone/folder", "depth": 1},
+                               sort_on="getObjPositionInParent")
+        self.assertEqual([b.getId for b in results], ["doc2", "doc0", "doc1"])
+
+    def test_full_text(self):
+        self.assertEqual(len(self.catalog(SearchableText="cafe")), 3)
+        self.assertEqual(len(self.catalog(SearchableText="number 1")), 1)
+        self.assertEqual(len(self.catalog(Title="Doc")), 3)
+
+    def test_brains(self):
+        brain = self.catalog(id="doc1")[0]
+        self.assertEqual(brain.getPath(), "/plone/folder/doc1")
+        self.assertEqual(brain.Title, "Doc 1 café")
+        self.assertEqual(brain.Subject, ("Plone", "Python"))
+        self.assertIsInstance(brain.modified, DateTime)
+        self.assertIs(brain.getObject().aq_base, self.folder.doc1.aq_base)
+        self.assertIn("Title", brain)
+        self.assertEqual(brain.data_record_id_, brain.getRID())
+        self.assertEqual(self.catalog.getpath(brain.getRID()),
+                         "/plone/folder/doc1")
+
+    def test_sort_and_batch(self):
+        results = self.catalog(portal_type="Document", sort_on="sortable_title",
+                               sort_order="reverse", b_start=1, b_size=1)
+        self.assertEqual(len(results), 1)
+        self.assertEqual(results.actual_result_count, 3)
+        self.assertEqual(results[0].getId, "doc1")
+
+    def test_security_keys_are_overwritten(self):
+        logout()
+        # Anonymous sees nothing private, whatever it passes.
+        results = self.catalog(portal_type="Document",
+                               allowedRolesAndUsers=["Manager"])
+        self.assertEqual(len(results), 0)
+
+    def test_unindex_on_delete(self):
+        self.folder.manage_delObjects(["doc0"])
+        self.assertEqual(len(self.catalog(portal_type="Document")), 2)
+
+    def test_rename_and_move(self):
+        transaction.savepoint(optimistic=True)
+        self.folder.manage_renameObject("doc0", "renamed")
+        self.assertEqual(paths(self.catalog(id="renamed")),
+                         ["/plone/folder/renamed"])
+        self.assertEqual(len(self.catalog(id="doc0")), 0)
+
+    def test_savepoint_rollback(self):
+        sp = transaction.savepoint()
+        self.folder.invokeFactory("Document", "tmp", title="Temporary")
+        self.assertEqual(len(self.catalog(id="tmp")), 1)
+        sp.rollback()
+        self.assertEqual(len(self.catalog(id="tmp")), 0)
+
+    def test_workflow_transition_keeps_row(self):
+        wf = self.portal.portal_workflow
+        wf.doActionFor(self.folder.doc1, "publish")
+        brain = self.catalog(id="doc1")[0]
+        self.assertEqual(brain.review_state, "published")
+        self.assertEqual(brain.Title, "Doc 1 café")
+        self.assertEqual(len(self.catalog(review_state="published")), 1)
+
+    def test_uuid_lookup(self):
+        from plone.app.uuid.utils import uuidToObject
+        uid = self.folder.doc1.UID()
+        self.assertIs(uuidToObject(uid).aq_base, self.folder.doc1.aq_base)
+
+    def test_counter_increases(self):
+        before = self.catalog.getCounter()
+        self.folder.doc1.reindexObject()
+        self.assertGreater(self.catalog.getCounter(), before)
+
+    def test_empty_query_semantics(self):
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults()), 0)
+        self.assertEqual(len(self.catalog(portal_type=[])), 0)
+        self.assertGreaterEqual(len(self.catalog()), 4)
+
+
+class TestTransactions(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        self.catalog = self.portal.portal_catalog
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+
+    def test_abort_discards_catalog_writes(self):
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        transaction.commit()
+        self.portal.invokeFactory("Document", "dropped", title="Dropped")
+        self.assertEqual(len(self.catalog(id="dropped")), 1)
+        transaction.abort()
+        self.assertEqual(len(self.catalog(id="dropped")), 0)
+        self.assertEqual(len(self.catalog(id="kept")), 1)
+
+    def test_commit_failure_rolls_back_catalog(self):
+        class Boom:
+            """A resource whose vote fails (sorted before the catalog)."""
+            def sortKey(self):
+                return "0-boom"
+
+            def tpc_begin(self, txn):
+                pass
+
+            def commit(self, txn):
+                pass
+
+            def tpc_vote(self, txn):
+                raise RuntimeError("boom")
+
+            def tpc_abort(self, txn):
+                pass
+
+            abort = tpc_abort
+
+            def tpc_finish(self, txn):
+                pass
+
+        self.portal.invokeFactory("Document", "x1", title="x")
+        self.assertEqual(len(self.catalog(id="x1")), 1)  # flushed to PG
+        transaction.get().join(Boom())
+        with self.assertRaises(RuntimeError):
+            transaction.commit()
+        transaction.abort()
+        self.assertEqual(len(self.catalog(id="x1")), 0)
+        self.assertNotIn("x1", self.portal.objectIds())

@@ -66,6 +66,9 @@ class TestSearch(unittest.TestCase):
         self.catalog = self.portal.portal_catalog
         setRoles(self.portal, TEST_USER_ID, ["Manager"])
         login(self.portal, TEST_USER_NAME)
+        # real workflows (pitfalls: transitions must patch, never blank rows)
+        self.portal.portal_workflow.setChainForPortalTypes(
+            ["Document", "Folder"], "simple_publication_workflow")
         self.portal.invokeFactory("Folder", "folder", title="A Folder")
         self.folder = self.portal.folder
         for i, subj in enumerate([("Python",), ("Plone", "Python"), ()]):

@@ -11,6 +11,7 @@ schema; the entries themselves live in PostgreSQL.
 from Acquisition import aq_base
 from Acquisition import aq_parent
 from Acquisition import Implicit
+from ComputedAttribute import ComputedAttribute
 from Persistence import Persistent
 from persistent.mapping import PersistentMapping
 from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
@@ -64,9 +65,9 @@ class CatalogConfig(Persistent, Implicit):
         self.names = ()
 
     # -- indexes ------------------------------------------------------------
-    @property
-    def indexes(self):
-        return IndexesView(self)
+    # ComputedAttribute(..., 1) is computed on the acquisition wrapper, so the
+    # view (and the indexes it hands out) knows its tool.
+    indexes = ComputedAttribute(lambda self: IndexesView(self), 1)
 
     def getIndex(self, name):
         """The index object, acquisition-wrapped in this catalog."""
@@ -127,18 +128,10 @@ class CatalogConfig(Persistent, Implicit):
     def __getitem__(self, rid):
         return aq_parent(self)._pgc_brain_for_rid(rid)
 
-    @property
-    def paths(self):
-        return _RidPaths(aq_parent(self))
-
-    @property
-    def uids(self):
-        return _PathRids(aq_parent(self))
-
-    @property
-    def _length(self):
-        tool = aq_parent(self)
-        return lambda: len(tool)
+    paths = ComputedAttribute(lambda self: _RidPaths(aq_parent(self)), 1)
+    uids = ComputedAttribute(lambda self: _PathRids(aq_parent(self)), 1)
+    _length = ComputedAttribute(
+        lambda self: (lambda: len(aq_parent(self))), 1)
 
     def getMetadataForRID(self, rid):
         return aq_parent(self).getMetadataForRID(rid)

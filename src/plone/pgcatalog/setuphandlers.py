@@ -150,12 +150,19 @@ def uninstall(portal):
     return tool
 
 
-def post_install(context):
-    install(context.getSite())
+def _portal(setup_tool):
+    from Products.CMFCore.utils import getToolByName
+    return getToolByName(setup_tool, "portal_url").getPortalObject()
 
 
-def post_uninstall(context):
-    uninstall(context.getSite())
+def post_install(setup_tool):
+    """GenericSetup post_handler of the default profile."""
+    install(_portal(setup_tool))
+
+
+def post_uninstall(setup_tool):
+    """GenericSetup post_handler of the uninstall profile."""
+    uninstall(_portal(setup_tool))
 
 
 # -- keep the tool when Plone's toolset.xml is imported again --------------

@@ -312,7 +312,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 if value is MISSING:
                     idx_remove.append(name)
                 else:
-                    idx_set[name] = codec.encode(value)
+                    idx_set[name] = value
             else:
                 if value is MISSING:
                     text_remove.append(name)

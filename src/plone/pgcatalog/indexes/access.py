@@ -8,7 +8,7 @@ but callers still use the data API: ``_index`` (plone.app.uuid's
 """
 from BTrees.IIBTree import IISet
 from BTrees.IIBTree import IITreeSet
-from ExtensionClass import Base
+from ComputedAttribute import ComputedAttribute
 from Products.ZCatalog.query import IndexQuery
 
 
@@ -74,13 +74,6 @@ class IndexMapping:
         return [self[key] for key in self.keys()]
 
 
-class _IndexMappingAttr(Base):
-    """``index._index``: built on access, bound to the (wrapped) index."""
-
-    def __of__(self, index):
-        return IndexMapping(index)
-
-
 class DocumentKeyMap:
     """``documentToKeyMap()``: rid -> stored sort key, fetched on demand."""
 
@@ -103,7 +96,8 @@ class DocumentKeyMap:
 class IndexData:
     """Data API of index objects, delegated to the catalog tool."""
 
-    _index = _IndexMappingAttr()
+    # computed on the acquisition wrapper, so the mapping finds the tool
+    _index = ComputedAttribute(lambda self: IndexMapping(self), 1)
 
     def clear(self):
         """Drop this index's values from the catalog (the objects stay

@@ -38,8 +38,6 @@ The small interface, mixed in by :class:`PGIndex`:
     Turn a stored value back into what ZCatalog's index would hand out
     (``uniqueValues``, ``getEntryForObject``).
 """
-from functools import cached_property
-
 from psycopg import sql
 
 from plone.pgcatalog.errors import CatalogError
@@ -61,6 +59,9 @@ class _Sentinel:
 MISSING = _Sentinel("MISSING")
 #: ``pgc_where`` result: the query matches nothing.
 NO_MATCH = _Sentinel("NO_MATCH")
+
+
+_literals = {}
 
 
 def compose(composable):
@@ -106,9 +107,13 @@ class PGIndex(IndexData):
     def pgc_name(self):
         return self.getId()
 
-    @cached_property
+    @property
     def _pgc_key_literal(self):
-        return compose(sql.Literal(self.getId()))
+        name = self.getId()
+        literal = _literals.get(name)
+        if literal is None:
+            literal = _literals[name] = compose(sql.Literal(name))
+        return literal
 
     def pgc_key_sql(self):
         """``(e.idx -> 'name')`` as SQL text."""

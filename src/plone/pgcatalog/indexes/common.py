@@ -4,10 +4,34 @@ import orjson
 from plone.pgcatalog.indexes.base import MISSING
 
 
-def jsonb(value):
-    """A Python index value as the JSON text stored in ``idx``."""
+_NATIVE = (str, int, float, bool)
+
+
+def stored(value):
+    """A Python index value in its stored form: JSON scalars as they are,
+    lists/tuples as JSON arrays of stored values, anything else (DateTime
+    in a FieldIndex, ...) through the typed codec."""
+    kind = type(value)
+    if kind is str or kind is bool:
+        return value
+    if kind is int:
+        return value if -2**63 <= value < 2**63 else _codec_encode(value)
+    if kind is float:
+        return value if value == value and value not in (
+            float("inf"), float("-inf")) else _codec_encode(value)
+    if kind in (list, tuple):
+        return [stored(v) for v in value]
+    return _codec_encode(value)
+
+
+def _codec_encode(value):
     from plone.pgcatalog import codec
-    return orjson.dumps(codec.encode(value)).decode("utf-8")
+    return codec.encode(value)
+
+
+def jsonb(value):
+    """A Python index value as JSON text, as stored in ``idx``."""
+    return orjson.dumps(stored(value)).decode("utf-8")
 
 
 def datum(index, obj):
@@ -23,7 +47,7 @@ def datum(index, obj):
             continue
         found = index._convert(found, default=_marker)
         value = MISSING if found is _marker else found
-    return value
+    return value if value is MISSING else stored(value)
 
 
 def range_bounds(iq, keys):

@@ -21,9 +21,10 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         if not keywords:
             return MISSING
         try:
-            return sorted(keywords)
+            keywords = sorted(keywords)
         except TypeError:
-            return list(keywords)
+            keywords = list(keywords)
+        return common.stored(keywords)
 
     def pgc_where(self, iq, qc):
         expr = self.pgc_key_sql()

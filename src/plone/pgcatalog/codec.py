@@ -1,0 +1,370 @@
+"""A typed JSON codec for brain metadata and non-JSON index values.
+
+JSON (and PostgreSQL's ``jsonb``) knows strings, numbers, booleans, null,
+arrays and objects.  Catalog metadata holds more: tuples, DateTime objects,
+``Missing.Value``, bytes, sets, big integers, ...  ``encode`` turns a Python
+value into a JSON-ready structure that ``decode`` turns back into an equal
+value of the same type:
+
+* ``None``, ``bool``, ``str``, ``int`` (64-bit) and ordinary ``float`` are
+  themselves;
+* a JSON array means a **tuple** (catalog metadata sequences are mostly
+  tuples); a list is tagged;
+* a JSON object is a ``dict`` with ``str`` keys;
+* everything else is a *tag*: a one-key object whose key starts with
+  ``@pgc:``, e.g. ``{"@pgc:b": "<base64>"}`` for bytes.  A dict that could be
+  mistaken for a tag is itself tagged.
+
+``jsonb`` normalises a few things that plain JSON keeps, so these are
+tagged too: strings containing ``\\x00`` (rejected by ``jsonb``) or lone
+surrogates (rejected by UTF-8), ``-0.0`` (``jsonb`` drops the sign),
+floats written with an exponent (``1e+16`` would come back as the integer
+``10000000000000000``), ``nan``/``inf`` and integers beyond 64 bits.
+``jsonb`` does reorder the keys of an object: a decoded dict is equal to the
+original but its key order may differ.
+
+Anything the codec does not know is kept as a base64 pickle (exact, but
+opaque to SQL).
+"""
+import base64
+import datetime
+import decimal
+import pickle
+
+import orjson
+from DateTime import DateTime
+from Missing import MV
+
+
+TAG = "@pgc:"
+
+_INT_MIN = -(2 ** 63)
+_INT_MAX = 2 ** 63 - 1
+
+# DateTime keeps its value in a handful of slots; __setstate__ recomputes
+# all of them from (micros, tz naive flag, tz), which is slow (~25 us).  We
+# store the computed slots too and restore them directly when the running
+# DateTime has exactly these slots (checked once, below); otherwise (another
+# DateTime version) we fall back to __setstate__ on the first three.
+_DT_STATE = ("_micros", "_timezone_naive", "_tz")
+_DT_DERIVED = ("_dayoffset", "_year", "_month", "_day", "_hour", "_minute",
+               "_second", "_nearsec", "_d", "time")
+_DT_FAST = set(getattr(DateTime, "__slots__", ())) == set(
+    _DT_STATE + _DT_DERIVED)
+_DT_LEN = len(_DT_STATE) + len(_DT_DERIVED)
+
+
+# -- encoding ---------------------------------------------------------------
+
+def _str_needs_tag(s):
+    if s.isascii():
+        return "\x00" in s
+    if "\x00" in s:
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return True
+    return False
+
+
+def _enc_str(s):
+    if _str_needs_tag(s):
+        return {TAG + "s": base64.b64encode(
+            s.encode("utf-8", "surrogatepass")).decode("ascii")}
+    return s
+
+
+def _enc_int(v):
+    if _INT_MIN <= v <= _INT_MAX:
+        return v
+    return {TAG + "i": str(v)}
+
+
+def _enc_float(v):
+    r = repr(v)
+    # Plain when jsonb gives the same text back: a decimal point, no
+    # exponent, not nan/inf and not a negative zero.
+    if "e" in r or "n" in r or r == "-0.0":
+        return {TAG + "f": r}
+    return v
+
+
+def _enc_tuple(v):
+    return [encode(x) for x in v]
+
+
+def _enc_list(v):
+    return {TAG + "l": [encode(x) for x in v]}
+
+
+def _enc_dict(v):
+    plain = True
+    for k in v:
+        if type(k) is not str or k.startswith(TAG) or _str_needs_tag(k):
+            plain = False
+            break
+    if plain:
+        return {k: encode(x) for k, x in v.items()}
+    return {TAG + "d": [[encode(k), encode(x)] for k, x in v.items()]}
+
+
+def _enc_set(v):
+    return {TAG + "set": [encode(x) for x in v]}
+
+
+def _enc_frozenset(v):
+    return {TAG + "fs": [encode(x) for x in v]}
+
+
+def _enc_bytes(v):
+    return {TAG + "b": base64.b64encode(v).decode("ascii")}
+
+
+def _enc_DateTime(v):
+    if type(v) is not DateTime:
+        return _enc_pickle(v)
+    state = [encode(x) for x in v.__getstate__()]
+    if _DT_FAST:
+        state.extend(encode(getattr(v, name)) for name in _DT_DERIVED)
+    return {TAG + "DT": state}
+
+
+def _simple_tz(tz):
+    """True when isoformat/fromisoformat give ``tz`` back exactly."""
+    if tz is None or tz is datetime.timezone.utc:
+        return True
+    if type(tz) is datetime.timezone:
+        return repr(tz) == repr(datetime.timezone(tz.utcoffset(None)))
+    return False
+
+
+def _enc_datetime(v):
+    if not _simple_tz(v.tzinfo):
+        return _enc_pickle(v)
+    if v.fold:
+        return {TAG + "dt": [v.isoformat(), 1]}
+    return {TAG + "dt": [v.isoformat()]}
+
+
+def _enc_date(v):
+    return {TAG + "date": v.isoformat()}
+
+
+def _enc_time(v):
+    if not _simple_tz(v.tzinfo):
+        return _enc_pickle(v)
+    if v.fold:
+        return {TAG + "time": [v.isoformat(), 1]}
+    return {TAG + "time": [v.isoformat()]}
+
+
+def _enc_timedelta(v):
+    return {TAG + "td": [v.days, v.seconds, v.microseconds]}
+
+
+def _enc_decimal(v):
+    return {TAG + "dec": str(v)}
+
+
+def _enc_pickle(v):
+    return {TAG + "p": base64.b64encode(
+        pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+
+
+_ENCODERS = {
+    str: _enc_str,
+    int: _enc_int,
+    float: _enc_float,
+    tuple: _enc_tuple,
+    list: _enc_list,
+    dict: _enc_dict,
+    set: _enc_set,
+    frozenset: _enc_frozenset,
+    bytes: _enc_bytes,
+    DateTime: _enc_DateTime,
+    datetime.datetime: _enc_datetime,
+    datetime.date: _enc_date,
+    datetime.time: _enc_time,
+    datetime.timedelta: _enc_timedelta,
+    decimal.Decimal: _enc_decimal,
+}
+
+_PLAIN = (bool, type(None))
+
+
+def encode(value):
+    """A JSON-ready structure for ``value`` (see the module docstring)."""
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    enc = _ENCODERS.get(t)
+    if enc is not None:
+        return enc(value)
+    if value is MV:
+        return {TAG + "M": 0}
+    return _enc_pickle(value)
+
+
+def dumps(value):
+    """``value`` as JSON bytes."""
+    return orjson.dumps(encode(value))
+
+
+def encode_meta(record):
+    """A metadata record (``{column: value}``) as JSON bytes; columns whose
+    value is ``Missing.Value`` are left out (absence means Missing.Value)."""
+    out = {}
+    for name, value in record.items():
+        t = type(value)
+        if t in _PLAIN:
+            out[name] = value
+        elif t is str:
+            out[name] = _enc_str(value) if _str_needs_tag(value) else value
+        elif value is MV:
+            continue
+        else:
+            out[name] = encode(value)
+    return orjson.dumps(out)
+
+
+# -- decoding ---------------------------------------------------------------
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _dec_str(v):
+    return base64.b64decode(v).decode("utf-8", "surrogatepass")
+
+
+def _dec_int(v):
+    return int(v)
+
+
+def _dec_float(v):
+    return float(v)
+
+
+def _dec_list(v):
+    return [x if type(x) in _SCALARS else decode(x) for x in v]
+
+
+def _dec_dict(v):
+    return {decode(k): decode(x) for k, x in v}
+
+
+def _dec_set(v):
+    return {decode(x) for x in v}
+
+
+def _dec_frozenset(v):
+    return frozenset(decode(x) for x in v)
+
+
+def _dec_bytes(v):
+    return base64.b64decode(v)
+
+
+_new_DateTime = DateTime.__new__
+_setattr = object.__setattr__
+
+
+def _dec_DateTime(v):
+    dt = _new_DateTime(DateTime)
+    if _DT_FAST and len(v) == _DT_LEN:
+        for name, value in zip(_DT_STATE + _DT_DERIVED, v):
+            if type(value) not in _SCALARS:
+                value = decode(value)
+            _setattr(dt, name, value)
+    else:
+        dt.__setstate__(tuple(decode(x) for x in v[:3]))
+    return dt
+
+
+def _dec_datetime(v):
+    dt = datetime.datetime.fromisoformat(v[0])
+    if len(v) > 1 and v[1]:
+        dt = dt.replace(fold=1)
+    return dt
+
+
+def _dec_date(v):
+    return datetime.date.fromisoformat(v)
+
+
+def _dec_time(v):
+    t = datetime.time.fromisoformat(v[0])
+    if len(v) > 1 and v[1]:
+        t = t.replace(fold=1)
+    return t
+
+
+def _dec_timedelta(v):
+    return datetime.timedelta(v[0], v[1], v[2])
+
+
+def _dec_decimal(v):
+    return decimal.Decimal(v)
+
+
+def _dec_missing(v):
+    return MV
+
+
+def _dec_pickle(v):
+    return pickle.loads(base64.b64decode(v))
+
+
+_DECODERS = {
+    TAG + "s": _dec_str,
+    TAG + "i": _dec_int,
+    TAG + "f": _dec_float,
+    TAG + "l": _dec_list,
+    TAG + "d": _dec_dict,
+    TAG + "set": _dec_set,
+    TAG + "fs": _dec_frozenset,
+    TAG + "b": _dec_bytes,
+    TAG + "DT": _dec_DateTime,
+    TAG + "dt": _dec_datetime,
+    TAG + "date": _dec_date,
+    TAG + "time": _dec_time,
+    TAG + "td": _dec_timedelta,
+    TAG + "dec": _dec_decimal,
+    TAG + "M": _dec_missing,
+    TAG + "p": _dec_pickle,
+}
+
+
+def decode(value):
+    """The Python value ``encode`` made ``value`` from."""
+    t = type(value)
+    if t is list:
+        return tuple([x if type(x) in _SCALARS else decode(x)
+                      for x in value])
+    if t is dict:
+        if len(value) == 1:
+            for key in value:
+                if key.startswith(TAG):
+                    dec = _DECODERS.get(key)
+                    if dec is None:
+                        raise ValueError("unknown codec tag %r" % key)
+                    return dec(value[key])
+        return {k: (x if type(x) in _SCALARS else decode(x))
+                for k, x in value.items()}
+    return value
+
+
+def loads(data):
+    """The Python value of JSON text (bytes or str) made by ``dumps``."""
+    return decode(orjson.loads(data))
+
+
+def decode_meta(obj):
+    """``{column: value}`` from a decoded JSON metadata object (as read from
+    ``pgcatalog_meta.meta``).  Decodes in place and returns ``obj``; columns
+    left out are Missing.Value (the caller's ``get(name, MV)``)."""
+    for name, value in obj.items():
+        if type(value) in _SCALARS:
+            continue
+        obj[name] = decode(value)
+    return obj

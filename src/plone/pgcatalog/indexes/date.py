@@ -1,0 +1,169 @@
+"""DateIndex: one date per document, stored as ZCatalog's minute integer.
+
+The stored value is what ``DateIndex._convert`` makes of the attribute (the
+``((((y*12+m)*31+d)*24+h)*60+min)`` encoding of the UTC time; CMFPlone's
+``dateIndexPatch`` clamps overflowing dates, and since this class subclasses
+DateIndex, ``self._convert`` is the patched method): a JSON number under
+``idx[name]``, served by a B-tree expression index on ``(cid, idx -> name)``.
+
+Queries follow ``UnIndex.query_index`` to the letter, quirks included; the
+logic lives in :class:`UnIndexDateQuery`, shared with DateRecurringIndex
+(whose documents hold a list of such integers).
+"""
+from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
+
+from plone.pgcatalog import schema
+from plone.pgcatalog.indexes import common
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.schema import index_name
+
+
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def json_int(value):
+    """An index integer as JSON text (a ``%s::jsonb`` parameter)."""
+    return str(int(value))
+
+
+class UnIndexDateQuery:
+    """``UnIndex.query_index`` (query / range / not) for indexes whose
+    stored values are integers: a single one (DateIndex) or a sorted JSON
+    array of them (DateRecurringIndex).  Their ``query_options`` have no
+    ``operator``, so IndexQuery always says "or".
+
+    Kinds provide the value-level SQL:
+
+    ``_pgc_any_sql(expr, values, qc)``
+        the document at ``expr`` has one of ``values``;
+    ``_pgc_range_sql(expr, lo, hi, qc)``
+        ... has a value in ``[lo, hi]`` (``None`` = open; both None: has a
+        value at all);
+    ``_pgc_lookup(value)``
+        a raw ``not`` value as a key of the original's forward BTree, or
+        None when the BTree lookup would find nothing.
+    """
+
+    def _pgc_expr(self, alias="e"):
+        return "(%s.idx -> %s)" % (alias, self._pgc_key_literal)
+
+    def _pgc_scope_sql(self):
+        """The catalog's entries, as alias ``x``, for a sub-select over the
+        catalog of the outer entry ``e``."""
+        return "%s x WHERE x.cid = e.cid" % schema.ENTRIES
+
+    def pgc_where(self, iq, qc):
+        expr = self._pgc_expr()
+        keys = iq.keys
+        not_parm = iq.get("not", None)
+        range_parm = iq.get("range", None)
+        opr_args = None
+        if range_parm:
+            opr_args = [a for a in ("min", "max") if range_parm.find(a) > -1]
+
+        if not keys and not_parm:
+            return self._pgc_not_only(expr, not_parm, opr_args, qc)
+
+        converted = [self._convert(k) for k in keys]
+        if opr_args is not None:
+            if not converted:
+                return NO_MATCH  # ZCatalog: ValueError from min([])
+            # min/max over the converted keys, as UnIndex (a None among
+            # integers raises the same TypeError)
+            lo = min(converted) if "min" in opr_args else None
+            hi = max(converted) if "max" in opr_args else None
+            if not hi:  # UnIndex: ``if hi:`` - a falsy bound is no bound
+                hi = None
+            cond = self._pgc_range_sql(expr, lo, hi, qc)
+        else:
+            values = [k for k in converted if k is not None]
+            if not values:
+                return NO_MATCH
+            cond = self._pgc_any_sql(expr, values, qc)
+
+        if not_parm:
+            # UnIndex subtracts ``_apply_not(not_parm)`` with the *raw* not
+            # values here (they are converted only for a not-only query):
+            # only values that are keys of the forward BTree exclude.
+            raw = [self._pgc_lookup(v) for v in not_parm]
+            raw = [v for v in raw if v is not None]
+            if raw:
+                cond = "%s AND (%s) IS NOT TRUE" % (
+                    cond, self._pgc_any_sql(expr, raw, qc))
+        return cond
+
+    def _pgc_not_only(self, expr, not_parm, opr_args, qc):
+        """``{"not": ...}`` without query values.
+
+        ZCatalog starts from every catalogued document and subtracts the
+        documents having an excluded value - unless no document at all has
+        one: then it falls back to the union of all the index's values,
+        i.e. only the documents *with* a value.  With a range option it
+        always takes that second path (documents with a value, minus the
+        excluded ones)."""
+        present = self.pgc_present_sql()
+        nots = [self._convert(v) for v in not_parm]
+        nots = [v for v in nots if v is not None and self._pgc_in_range(v)]
+        if not nots:
+            return present
+        excluded = self._pgc_any_sql(expr, nots, qc)
+        if opr_args is not None:
+            return "%s AND (%s) IS NOT TRUE" % (present, excluded)
+        excluded_x = self._pgc_any_sql(self._pgc_expr("x"), nots, qc)
+        return ("(%s) IS NOT TRUE AND (%s OR EXISTS (SELECT 1 FROM %s AND "
+                "%s))" % (excluded, present, self._pgc_scope_sql(),
+                          excluded_x))
+
+    @staticmethod
+    def _pgc_in_range(value):
+        return isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
+
+
+class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
+    """DateIndex whose minute integers live in ``idx[name]``."""
+
+    def pgc_extract(self, obj):
+        return common.datum(self, obj)
+
+    # -- value SQL (one number per document) --------------------------------
+    def _pgc_any_sql(self, expr, values, qc):
+        values = sorted(set(values))
+        if len(values) == 1:
+            return "%s = %s::jsonb" % (expr, qc.param(json_int(values[0])))
+        return "%s = ANY(%s::jsonb[])" % (
+            expr, qc.param([json_int(v) for v in values]))
+
+    def _pgc_range_sql(self, expr, lo, hi, qc):
+        conds = []
+        if lo is not None:
+            conds.append("%s >= %s::jsonb" % (expr, qc.param(json_int(lo))))
+        if hi is not None:
+            conds.append("%s <= %s::jsonb" % (expr, qc.param(json_int(hi))))
+        if not conds:
+            return self.pgc_present_sql()
+        if lo is None or hi is None:
+            # jsonb orders null/strings below and booleans/containers above
+            # numbers: keep to numbers (all we store) explicitly.
+            conds.append("jsonb_typeof(%s) = 'number'" % expr)
+        return "(%s)" % " AND ".join(conds)
+
+    def _pgc_lookup(self, value):
+        # DateIndex's forward index is an IOBTree: only integers are keys.
+        if isinstance(value, int) and self._pgc_in_range(value):
+            return int(value)
+        return None
+
+    # -- sorting, decoding, DDL -------------------------------------------
+    def pgc_sort(self, qc):
+        return self.pgc_key_sql(), self.pgc_present_sql()
+
+    def pgc_decode(self, value):
+        return value
+
+    def pgc_ddl(self, table):
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
+                self.pgc_compose(index_name("date", self.getId())), table,
+                self._pgc_key_literal),
+        ]

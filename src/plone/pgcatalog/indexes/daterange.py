@@ -1,0 +1,88 @@
+"""DateRangeIndex (effectiveRange): a [since, until] pair per document.
+
+Stored as the JSON array ``[since, until]`` of what
+``DateRangeIndex._convertDateTime`` makes of the two attributes (minutes
+since the epoch, ``None`` = open end: missing, ``None`` or outside the
+floor/ceiling values).  A document without either attribute is stored as
+``[null, null]`` and, as in ZCatalog, always matches.  With no since field
+configured ZCatalog indexes nothing, and so do we.
+"""
+from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
+from Products.PluginIndexes.util import safe_callable
+
+from plone.pgcatalog.indexes.access import _tool
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.date import json_int
+
+
+class PGDateRangeIndex(PGIndex, DateRangeIndex):
+    """DateRangeIndex whose ranges live in ``idx[name]``."""
+
+    def _pgc_attr(self, obj, name):
+        value = getattr(obj, name, None)
+        if safe_callable(value):
+            value = value()
+        return self._convertDateTime(value)
+
+    def pgc_extract(self, obj):
+        # DateRangeIndex.index_object, with the same attribute access.
+        if self._since_field is None:
+            return MISSING
+        since = self._pgc_attr(obj, self._since_field)
+        until = self._pgc_attr(obj, self._until_field)
+        return [since, until]
+
+    def pgc_where(self, iq, qc):
+        keys = iq.keys
+        if not keys:
+            return NO_MATCH  # ZCatalog: IndexError on record.keys[0]
+        term = self._convertDateTime(keys[0])
+        if term is None:
+            # None, or a date beyond floor/ceiling: ZCatalog's bucket ranges
+            # become unbounded and every indexed document matches.
+            return self.pgc_present_sql()
+        expr = self.pgc_key_sql()
+        since = "(%s -> 0)" % expr
+        until = "(%s -> 1)" % expr
+        # jsonb orders null below every number, so an open since passes
+        # ``since <= term`` by itself; an open until needs saying.
+        return ("(%s <= %s::jsonb AND (%s >= %s::jsonb OR %s = 'null'::jsonb))"
+                % (since, qc.param(json_int(term)), until,
+                   qc.param(json_int(term)), until))
+
+    def pgc_sort(self, qc):
+        # ZCatalog sorts by the (since, until) tuples of documentToKeyMap
+        # (and fails when it meets None or sorts without a limit); jsonb
+        # orders these two-element arrays element-wise, null first.
+        return self.pgc_key_sql(), self.pgc_present_sql()
+
+    def pgc_decode(self, value):
+        return tuple(value)
+
+    def indexSize(self):
+        # DateRangeIndex never counts its values: len(index) is always 0.
+        return 0
+
+    def uniqueValues(self, name=None, withLengths=0):
+        """As DateRangeIndex: the since (or until) values of the bounded
+        documents, then those of the open-ended ones, each group sorted."""
+        if name not in (self._since_field, self._until_field):
+            return
+        pos, other = (0, 1) if name == self._since_field else (1, 0)
+        tool = _tool(self)
+        key = self._pgc_key_literal
+        rows = tool._pgc_query(
+            "SELECT e.idx -> %(k)s -> %(pos)d AS v, "
+            "(e.idx -> %(k)s -> %(other)d) = 'null'::jsonb AS is_open, "
+            "count(*) "
+            "FROM pgcatalog_entries e WHERE e.cid = %%s AND e.idx ? %(k)s "
+            "AND (e.idx -> %(k)s -> %(pos)d) <> 'null'::jsonb "
+            "GROUP BY 1, 2" % {"k": key, "pos": pos, "other": other},
+            (tool._pgc_cid(),))
+        rows = sorted(((bool(is_open), value, count)
+                       for value, is_open, count in rows),
+                      key=lambda row: (row[0], row[1]))
+        for _open, value, count in rows:
+            yield (value, count) if withLengths else value

@@ -1,0 +1,367 @@
+"""The ``path`` index (ExtendedPathIndex) answered by PostgreSQL.
+
+The main test is differential: a real ``ExtendedPathIndex`` (acquisition
+wrapped below ``/plone/portal_catalog`` as in a Plone site, because its
+answers depend on its own physical path) and the same paths as rows of
+``pgcatalog_entries`` answer thousands of generated queries; the result sets
+must be identical.
+"""
+import random
+
+import psycopg
+import pytest
+from Acquisition import Implicit
+from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
+from Products.ZCatalog.query import IndexQuery
+
+from plone.pgcatalog import pgserver
+from plone.pgcatalog import schema
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.path import PGExtendedPathIndex
+
+
+NASTY = ["a_b", "a%b", "a b", "x~y", "p(1)", "n#1", "c+d", "e@f",
+         "++conversation++default", "123", "a-1", "a.txt", "a0", "a!"]
+
+
+class Tool(Implicit):
+    """Stands for portal_catalog: the parent an index is wrapped in."""
+
+    def getPhysicalPath(self):
+        return ("", "plone", "portal_catalog")
+
+
+class Content:
+    def __init__(self, path):
+        self._path = path
+
+    def getPhysicalPath(self):
+        return tuple(self._path.split("/"))
+
+
+def _tree(rnd, root, ids, levels, fanout):
+    paths = []
+    frontier = [root]
+    for _ in range(levels):
+        nxt = []
+        for parent in frontier:
+            for name in rnd.sample(ids, rnd.randint(1, fanout)):
+                child = parent + "/" + name
+                paths.append(child)
+                nxt.append(child)
+        frontier = rnd.sample(nxt, min(len(nxt), 6))
+    return paths
+
+
+def _datasets():
+    rnd = random.Random(20240611)
+    ids = NASTY + ["a", "b", "c", "d", "news", "folder", "plone",
+                   "portal_catalog", "path"]
+    full = ["/plone"] + _tree(rnd, "/plone", ids, 5, 5)
+    full += ["/plone/a", "/plone/a/b", "/plone/a/b/c", "/plone/d",
+             "/plone/a-1", "/plone/a-1/b", "/plone/a b/c",
+             "/plone/portal_catalog/path/a", "/other", "/other/a",
+             "/other/plone/a", "/plone-2/a/b", "/plone x/a", "/plonea",
+             "/plone!/a", "/a", "/a/b"]
+    plone = ["/plone"] + _tree(rnd, "/plone", ids, 4, 4)
+    # no site root, comments below an uncatalogued conversation, and a
+    # level with no entry at all (depth 3) below which entries exist
+    gappy = ["/plone/doc", "/plone/doc/++conversation++default/1",
+             "/plone/doc/++conversation++default/2", "/plone/f",
+             "/plone/f/g/h/i", "/plone/f/g/h/j", "/plone/f/g/h/j/k",
+             "/plone/e/g/x/y", "/plone/a_b/c%d/x/y/z", "/plone/a%b"]
+    tiny = ["/plone", "/plone/a", "/plone/b"]
+    return {"full": sorted(set(full)), "plone": sorted(set(plone)),
+            "gappy": sorted(set(gappy)), "tiny": tiny}
+
+
+DATASETS = _datasets()
+
+
+@pytest.fixture(scope="module")
+def db():
+    dsn = pgserver.fresh_database("pgcatalog_path")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        cats = {}
+        for name, paths in DATASETS.items():
+            cid = conn.execute(
+                "INSERT INTO pgcatalog_catalogs (key) VALUES (%s) "
+                "RETURNING cid", (name,)).fetchone()[0]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO pgcatalog_entries (cid, path, parent, depth)"
+                    " VALUES (%s, %s, %s, %s)",
+                    [(cid, p, p.rsplit("/", 1)[0], p.count("/"))
+                     for p in paths])
+            cats[name] = cid
+        yield conn, cats
+    pgserver.drop_database(dsn)
+
+
+def _real_index(paths, multi_valued=False):
+    index = ExtendedPathIndex("path", extra={"multi_valued": multi_valued})
+    index = index.__of__(Tool())
+    for rid, p in enumerate(paths, 1):
+        index.index_object(rid, Content(p))
+    return index
+
+
+def _pg_index(multi_valued=False):
+    index = PGExtendedPathIndex("path", extra={"multi_valued": multi_valued})
+    return index.__of__(Tool())
+
+
+def _pg_search(conn, cid, index, query, with_cid=True):
+    iq = IndexQuery({"path": query}, "path", index.query_options,
+                    index.operators, index.useOperator)
+    qc = QueryContext()
+    if with_cid:
+        qc.cid = cid
+    where = index.pgc_where(iq, qc)
+    if where is NO_MATCH:
+        return set(), where
+    assert where is not None
+    rows = conn.execute(
+        f"SELECT e.path FROM pgcatalog_entries e WHERE e.cid = %s AND "
+        f"{where}", [cid] + qc.params).fetchall()
+    return {r[0] for r in rows}, where
+
+
+def _real_search(index, paths, query):
+    iq = IndexQuery({"path": query}, "path", index.query_options,
+                    index.operators, index.useOperator)
+    return {paths[rid - 1] for rid in index.query_index(iq)}
+
+
+def _query_paths(rnd, paths):
+    """Query strings: existing paths, their parts, variants, misses."""
+    p = rnd.choice(paths)
+    comps = [c for c in p.split("/") if c]
+    cut = rnd.randint(0, len(comps))
+    r = rnd.random()
+    if r < 0.45:
+        return p
+    if r < 0.55:
+        return "/" + "/".join(comps[:cut])
+    if r < 0.62:
+        return p + "/"
+    if r < 0.68:
+        return p.lstrip("/")
+    if r < 0.76:
+        return "/".join(comps[rnd.randint(0, len(comps) - 1):])
+    if r < 0.82:
+        return p + "/" + rnd.choice(["nope", "a", "b/nope", "c"])
+    return rnd.choice(["", "/", "/plone", "/plone/", "plone", "//plone//a",
+                       "/plone/portal_catalog", "/plone/portal_catalog/path",
+                       "/plone/portal_catalog/path/a", "/nope", "a", "b",
+                       "/plone/a_b", "/plone/a%b", "/plone/a b",
+                       "/plone/a", "/plone/a-1", "/other", "/plone x"])
+
+
+def _random_query(rnd, paths):
+    nkeys = rnd.choice([1, 1, 1, 1, 2, 2, 3])
+    keys = [_query_paths(rnd, paths) for _ in range(nkeys)]
+    if rnd.random() < 0.05:
+        keys[0] = (keys[0], rnd.choice([0, 1, 2, -1]))
+    opts = {}
+    r = rnd.random()
+    if r < 0.7:
+        opts["depth"] = rnd.choice([-1, -1, 0, 0, 1, 1, 2, 3, 4])
+    elif r < 0.72:
+        opts["depth"] = -2
+    if rnd.random() < 0.35:
+        opts["navtree"] = rnd.choice([1, 1, True, 0])
+        if rnd.random() < 0.7:
+            opts["navtree_start"] = rnd.choice([0, 1, 1, 2, 2, 3, 4, 5])
+    if rnd.random() < 0.25:
+        opts["level"] = rnd.choice([0, 1, 2, 3, -1, -1])
+    if nkeys > 1 and rnd.random() < 0.5:
+        opts["operator"] = rnd.choice(["and", "or", "AND"])
+    if not opts and nkeys == 1 and rnd.random() < 0.5:
+        return keys[0]  # plain string query
+    if not opts and rnd.random() < 0.5:
+        return keys  # plain list
+    if nkeys == 1 and rnd.random() < 0.5:
+        return dict(opts, query=keys[0])
+    return dict(opts, query=keys)
+
+
+QUERIES_PER_DATASET = 1500
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_differential(db, name):
+    conn, cats = db
+    paths = DATASETS[name]
+    cid = cats[name]
+    rnd = random.Random("path-" + name)
+    real = _real_index(paths)
+    pg = _pg_index()
+    failures = []
+    for n in range(QUERIES_PER_DATASET):
+        query = _random_query(rnd, paths)
+        try:
+            expected = _real_search(real, paths, query)
+        except TypeError as exc:
+            with pytest.raises(type(exc)):
+                _pg_search(conn, cid, pg, query)
+            continue
+        got, where = _pg_search(conn, cid, pg, query, with_cid=n % 4 != 3)
+        if got != expected:
+            failures.append((query, sorted(expected - got),
+                             sorted(got - expected), where))
+    assert not failures, "%d of %d differ, first: %r" % (
+        len(failures), QUERIES_PER_DATASET, failures[:3])
+
+
+@pytest.mark.parametrize("name", ["full", "gappy"])
+def test_differential_multi_valued(db, name):
+    conn, cats = db
+    paths = DATASETS[name]
+    real = _real_index(paths, multi_valued=True)
+    pg = _pg_index(multi_valued=True)
+    rnd = random.Random("multi-" + name)
+    for _ in range(300):
+        query = _random_query(rnd, paths)
+        try:
+            expected = _real_search(real, paths, query)
+        except TypeError:
+            continue
+        got, where = _pg_search(conn, cats[name], pg, query)
+        assert got == expected, (query, where)
+
+
+def test_exhaustive_options(db):
+    """Every option combination on every query path of the full tree."""
+    conn, cats = db
+    paths = DATASETS["full"]
+    real = _real_index(paths)
+    pg = _pg_index()
+    queries = sorted({p for p in paths if p.count("/") <= 3} | {
+        "", "/", "/plone/", "plone/a", "a/b", "/plone/nope", "/plone/a/"})
+    count = 0
+    for path in queries:
+        for depth in (-1, 0, 1, 2, 3):
+            for navtree, starts in ((0, (0,)), (1, (0, 1, 2, 3))):
+                for ns in starts:
+                    query = {"query": path, "depth": depth,
+                             "navtree": navtree, "navtree_start": ns}
+                    expected = _real_search(real, paths, query)
+                    got, where = _pg_search(conn, cats["full"], pg, query)
+                    assert got == expected, (query, where)
+                    count += 1
+    assert count > 1000
+
+
+# -- the documented behaviour, spelled out --------------------------------
+
+TREE = ["/plone", "/plone/a", "/plone/a/b", "/plone/a/b/c", "/plone/d"]
+
+
+@pytest.fixture(scope="module")
+def tree(db):
+    conn, _ = db
+    cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('tree')"
+                       " RETURNING cid").fetchone()[0]
+    for p in TREE:
+        conn.execute("INSERT INTO pgcatalog_entries (cid, path, parent, depth)"
+                     " VALUES (%s, %s, %s, %s)",
+                     (cid, p, p.rsplit("/", 1)[0], p.count("/")))
+    return conn, cid
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("/plone/a", {"/plone/a", "/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "/plone/a", "depth": 0}, {"/plone/a"}),
+    ({"query": "/plone/a", "depth": 1}, {"/plone/a/b"}),
+    ({"query": "/plone/a", "depth": 2},
+     {"/plone/a", "/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "/plone/a/", "depth": 1}, set()),
+    ({"query": "plone/a", "depth": 0}, {"/plone/a"}),
+    ("a/b", set()),
+    ("/plone/nope", set()),
+    ("", set(TREE)),
+    ("/", set(TREE)),
+    ({"query": ""}, set(TREE)),
+    ({"query": "b", "level": 2}, {"/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "b", "level": -1}, {"/plone/a/b", "/plone/a/b/c"}),
+    (["/plone/a/b", "/plone/d"], {"/plone/a/b", "/plone/a/b/c", "/plone/d"}),
+    ({"query": ["/plone/a", "/plone/a/b"], "operator": "and"},
+     {"/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "/plone/a/b", "navtree": 1},
+     {"/plone", "/plone/a", "/plone/d", "/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "/plone/a/b", "navtree": 1, "navtree_start": 2},
+     {"/plone/a/b", "/plone/a/b/c"}),
+    ({"query": "/plone/a/b/c", "navtree": 1, "depth": 0},
+     {"/plone", "/plone/a", "/plone/a/b", "/plone/a/b/c"}),
+])
+def test_documented_semantics(tree, query, expected):
+    conn, cid = tree
+    got, _ = _pg_search(conn, cid, _pg_index(), query)
+    assert got == expected
+    assert _real_search(_real_index(TREE), TREE, query) == expected
+
+
+def test_values_are_parameters(tree):
+    conn, cid = tree
+    index = _pg_index()
+    for path in NASTY:
+        for depth in (-1, 0, 1, 2):
+            iq = IndexQuery({"path": {"query": "/plone/" + path,
+                                      "depth": depth}}, "path",
+                            index.query_options)
+            qc = QueryContext()
+            where = index.pgc_where(iq, qc)
+            assert path not in where
+            assert "LIKE" not in where.upper()
+            assert "/plone/" + path in qc.params
+
+
+def test_no_query_and_empty_list(tree):
+    index = _pg_index()
+    iq = IndexQuery({"other": 1}, "path", index.query_options)
+    assert index.pgc_where(iq, QueryContext()) is None
+    iq = IndexQuery({"path": {"query": []}}, "path", index.query_options)
+    assert index.pgc_where(iq, QueryContext()) is NO_MATCH
+    iq = IndexQuery({"path": {"query": "/plone/a/", "depth": 1}}, "path",
+                    index.query_options)
+    assert index.pgc_where(iq, QueryContext()) is NO_MATCH
+
+
+def test_extract():
+    index = PGExtendedPathIndex("path")
+    assert index.pgc_extract(Content("/plone/a b/c")) == "/plone/a b/c"
+    assert index.pgc_extract(object()) is MISSING
+
+    class WithAttr(Content):
+        def path(self):
+            return ("", "plone", "virtual")
+
+    assert index.pgc_extract(WithAttr("/plone/x")) == "/plone/virtual"
+    other = PGExtendedPathIndex(
+        "path", extra={"indexed_attrs": "getPhysicalPath, ignored"})
+    assert other.indexed_attrs == ("getPhysicalPath",)
+    assert other.pgc_extract(Content("/plone/x")) == "/plone/x"
+
+    class Bad:
+        path = 42
+
+    with pytest.raises(TypeError):
+        index.pgc_extract(Bad())
+
+
+def test_configuration_only():
+    index = PGExtendedPathIndex("path", extra={"multi_valued": True})
+    assert index.getId() == "path"
+    assert index.meta_type == "ExtendedPathIndex"
+    assert index.multi_valued
+    assert isinstance(index, ExtendedPathIndex)
+    assert index.pgc_storage == "path"
+    assert not hasattr(index, "_index_items")
+    assert not hasattr(index, "_unindex")
+    assert index.getIndexSourceNames() == ("getPhysicalPath",)
+    assert index.pgc_sort(QueryContext()) == ("e.path", "TRUE")
+    assert index.pgc_ddl("pgcatalog_entries") == []

@@ -1,0 +1,545 @@
+"""PGZCTextIndex against a real ZCatalog ZCTextIndex (real PostgreSQL).
+
+The same generated documents are indexed by ZCTextIndex (in a plain ZCatalog,
+with Plone's ``plone_lexicon`` pipeline and a stop-word lexicon) and by
+PGZCTextIndex (rows in PostgreSQL); generated queries must give the same
+set of paths, the same Okapi scores and the same exceptions.
+"""
+import pickle
+import random
+
+import psycopg
+import pytest
+from Acquisition import aq_base
+from Products.CMFPlone.UnicodeSplitter import I18NNormalizer
+from Products.CMFPlone.UnicodeSplitter import Splitter as UnicodeSplitter
+from Products.ZCatalog.query import IndexQuery
+from Products.ZCatalog.ZCatalog import ZCatalog
+from Products.ZCTextIndex.Lexicon import CaseNormalizer
+from Products.ZCTextIndex.Lexicon import Splitter
+from Products.ZCTextIndex.Lexicon import StopWordRemover
+from Products.ZCTextIndex.ParseTree import ParseError
+from Products.ZCTextIndex.ParseTree import QueryError
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
+
+from plone.pgcatalog import pgserver
+from plone.pgcatalog import schema
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.indexes import text
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.text import PGZCTextIndex
+
+
+NAMES = ("SearchableText", "Description", "Title")
+
+VOCAB = [
+    "café", "Café", "CAFÉ", "cafe", "cafés", "naïve", "naive", "résumé",
+    "resume", "Über", "uber", "straße", "strasse", "foo-bar", "foo_bar",
+    "foo", "bar", "Foo", "BAR", "bars", "barn", "2024", "x1", "x2", "x11",
+    "HELLO", "hello", "hell", "help", "world", "apple", "apricot", "apply",
+    "banana", "band", "bandana", "can't", "o'neil", "the", "and", "a", "of",
+    "or", "not", "in", "to", "plone", "Plone", "zope", "python", "pythons",
+    "日本語", "東京", "Ɂ", "a\\b", "ŉx", "ǁ", "data.base", "e-mail",
+    "über-cool", "ça", "déjà-vu", "Ærø", "œuvre",
+]
+
+
+RAW_WORDS = ["100%", "50%off", "a+b", "a+bc", "x|y", "$dollar", "a.b", "axb",
+             "[br]", "it's", "o''k", "back\\slash", "q?x", "star*", "Foo",
+             "foo", "fo.o", "^caret", "d%d", "%s"]
+
+
+class RawSplitter:
+    """Splits on whitespace only: words keep punctuation (and globs)."""
+
+    def process(self, lst):
+        return [w for s in lst for w in s.split()]
+
+
+class Extra:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class Doc:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def make_text(rnd):
+    parts = []
+    for _ in range(rnd.randint(1, 30)):
+        parts.append(rnd.choice(VOCAB))
+        parts.append(rnd.choice([" ", " ", " ", ", ", ". ", "-", " (",
+                                  ") ", "! ", "/"]))
+    return "".join(parts)
+
+
+def make_docs():
+    rnd = random.Random(4242)
+    docs = []
+    for i in range(200):
+        kw = {}
+        r = i % 20
+        if r == 0:
+            pass                                      # no attribute at all
+        elif r == 1:
+            kw["SearchableText"] = None
+        elif r == 2:
+            kw["SearchableText"] = ""                 # indexed, no words
+        elif r == 3:
+            kw["SearchableText"] = "!!! ... ---"      # indexed, no words
+        elif r == 4:
+            value = make_text(rnd)
+            kw["SearchableText"] = lambda value=value: value
+        elif r == 5:
+            kw["SearchableText"] = [make_text(rnd), 42, make_text(rnd)]
+        elif r == 6:
+            kw["SearchableText"] = b"bytes are ignored"
+        elif r == 7:
+            kw["SearchableText"] = ("a", "tuple", make_text(rnd))
+        else:
+            kw["SearchableText"] = make_text(rnd)
+        if i % 7 != 3:
+            kw["Description"] = make_text(rnd)
+        if i % 5 != 2:
+            kw["Title"] = " ".join(rnd.choice(RAW_WORDS + VOCAB)
+                                   for _ in range(rnd.randint(0, 8)))
+        docs.append(("/plone/f%d/doc%d" % (i % 5, i), Doc(**kw)))
+    # some structure for phrase tests
+    docs.append(("/plone/phrase1", Doc(SearchableText="the quick brown fox",
+                                       Description="the quick brown fox")))
+    docs.append(("/plone/phrase2", Doc(SearchableText="quick the brown fox",
+                                       Description="fox brown the quick")))
+    docs.append(("/plone/phrase3", Doc(SearchableText="foo foo bar foo",
+                                       Description="foo foo bar foo")))
+    return docs
+
+
+@pytest.fixture(scope="module")
+def env():
+    cat = ZCatalog("cat")
+    cat.threshold = None  # no ZODB connection: no cache GC
+    cat._setObject("plone_lexicon", PLexicon(
+        "plone_lexicon", "", UnicodeSplitter(), I18NNormalizer()))
+    cat._setObject("plaintext_lexicon", PLexicon(
+        "plaintext_lexicon", "", Splitter(), CaseNormalizer(),
+        StopWordRemover()))
+    cat._setObject("raw_lexicon", PLexicon("raw_lexicon", "", RawSplitter()))
+    extras = {
+        "SearchableText": Extra(lexicon_id="plone_lexicon",
+                                index_type="Okapi BM25 Rank"),
+        "Description": Extra(lexicon_id="plaintext_lexicon",
+                             index_type="Okapi BM25 Rank",
+                             doc_attr="Description"),
+        "Title": Extra(lexicon_id="raw_lexicon",
+                       index_type="Okapi BM25 Rank"),
+    }
+    pgidx = {}
+    for name in NAMES:
+        cat._catalog.addIndex(name, ZCTextIndex(name, extras[name], cat))
+        pgidx[name] = PGZCTextIndex(name, extras[name], cat)
+
+    dsn = pgserver.fresh_database("pgc_text")
+    conn = psycopg.connect(dsn, autocommit=True)
+    schema.ensure_schema(conn)
+    cid = conn.execute(
+        "INSERT INTO pgcatalog_catalogs (key) VALUES ('t') RETURNING cid"
+    ).fetchone()[0]
+    for name in NAMES:
+        schema.ensure_index_ddl(conn, pgidx[name].pgc_ddl("pgcatalog_entries"))
+    docs = make_docs()
+    rows = []
+    with conn.transaction():
+        with conn.cursor() as cur:
+            for path, doc in docs:
+                cat.catalog_object(doc, uid=path)
+                parent = path.rsplit("/", 1)[0] or "/"
+                rid = cur.execute(
+                    "INSERT INTO pgcatalog_entries (cid, path, parent, depth)"
+                    " VALUES (%s, %s, %s, %s) RETURNING rid",
+                    (cid, path, parent, path.count("/"))).fetchone()[0]
+                for name in NAMES:
+                    value = pgidx[name].pgc_extract(doc)
+                    if value is MISSING:
+                        continue
+                    rows.append((rid, name, value))
+            cur.executemany(
+                "INSERT INTO pgcatalog_text (rid, name, tsv) "
+                "VALUES (%s, %s, %s::tsvector)", rows)
+    conn.execute("ANALYZE")
+    yield dict(cat=cat, pg=pgidx, conn=conn, cid=cid, docs=docs)
+    conn.close()
+    pgserver.drop_database(dsn)
+
+
+def outcome(func):
+    try:
+        return ("ok", func())
+    except Exception as exc:
+        return ("error", type(exc), str(exc))
+
+
+def zc_search(env, name, value):
+    catalog = env["cat"]._catalog
+
+    def run():
+        result = catalog.searchResults({name: value})
+        return {catalog.paths[b.getRID()]: b.data_record_score_
+                for b in result}
+    return outcome(run)
+
+
+def pg_search(env, name, value):
+    catalog = env["cat"]._catalog
+    index = env["pg"][name].__of__(env["cat"])
+
+    def run():
+        query = catalog.make_query({name: value})
+        iq = IndexQuery(query, name, index.query_options, index.operators,
+                        index.useOperator)
+        qc = QueryContext()
+        qc.cid = env["cid"]
+        where = index.pgc_where(iq, qc)
+        if where is NO_MATCH or where is None:
+            return {}
+        assert len(qc.rank_exprs) == 1
+        stmt = ("SELECT e.path, %s FROM pgcatalog_entries e "
+                "WHERE e.cid = %%s AND %s" % (qc.rank_exprs[0], where))
+        rows = env["conn"].execute(stmt, [env["cid"]] + qc.params).fetchall()
+        return {path: int(score) for path, score in rows}
+    return outcome(run)
+
+
+def compare(env, name, value):
+    expected = zc_search(env, name, value)
+    got = pg_search(env, name, value)
+    assert got[0] == expected[0], (name, value, expected, got)
+    if expected[0] == "error":
+        assert got[1:] == expected[1:], (name, value)
+    else:
+        assert set(got[1]) == set(expected[1]), (name, value)
+        assert got[1] == expected[1], ("scores", name, value)
+    return expected
+
+
+def words_of(env):
+    """Query words drawn from the documents' text."""
+    words = []
+    for _, doc in env["docs"]:
+        for attr in NAMES:
+            value = getattr(doc, attr, None)
+            if isinstance(value, str):
+                words.extend(value.replace("(", " ").replace(")", " ")
+                             .replace("!", " ").split())
+    return sorted(set(words))
+
+
+def gen_queries(env, count, seed):
+    rnd = random.Random(seed)
+    words = words_of(env) + VOCAB + RAW_WORDS + ["missing", "nowhere"]
+
+    def w():
+        word = rnd.choice(words)
+        k = rnd.random()
+        if k < 0.1:
+            return word.upper()
+        if k < 0.15:
+            return "-" + word if not word.startswith("-") else word
+        return word
+
+    def glob():
+        word = rnd.choice(words).strip("-,.!/()")
+        if len(word) < 2:
+            word = "fo"
+        cut = rnd.randint(1, max(1, len(word) - 1))
+        k = rnd.random()
+        if k < 0.5:
+            return word[:cut] + "*"
+        if k < 0.7:
+            return word[:cut] + "?" + word[cut + 1:]
+        if k < 0.85:
+            return word[:cut] + "*" + word[-1]
+        return word[:cut] + "**"
+
+    def phrase():
+        _, doc = rnd.choice(env["docs"])
+        value = getattr(doc, rnd.choice(NAMES), None)
+        if not isinstance(value, str) or not value.split():
+            return '"foo bar"'
+        parts = value.replace('"', " ").split()
+        start = rnd.randrange(len(parts))
+        return '"%s"' % " ".join(parts[start:start + rnd.randint(2, 3)])
+
+    templates = [
+        lambda: w(),
+        lambda: w(),
+        lambda: "%s %s" % (w(), w()),
+        lambda: "%s AND %s" % (w(), w()),
+        lambda: "%s OR %s" % (w(), w()),
+        lambda: "%s or %s or %s" % (w(), w(), w()),
+        lambda: "%s AND NOT %s" % (w(), w()),
+        lambda: "%s and not %s" % (w(), w()),
+        lambda: "%s -%s" % (w(), w()),
+        lambda: phrase(),
+        lambda: "%s %s" % (phrase(), w()),
+        lambda: "-%s %s" % (phrase(), w()),
+        lambda: glob(),
+        lambda: "%s %s" % (glob(), w()),
+        lambda: "%s OR %s" % (glob(), glob()),
+        lambda: "%s AND NOT %s" % (w(), glob()),
+        lambda: "(%s OR %s) AND %s" % (w(), w(), w()),
+        lambda: "(%s OR %s) -%s" % (w(), phrase(), w()),
+        lambda: "(%s %s) OR (%s AND NOT %s)" % (w(), w(), w(), glob()),
+        lambda: "%s OR (%s AND %s)" % (phrase(), w(), w()),
+        lambda: [w(), w()],
+        lambda: [w(), "OR", w()],
+        lambda: {"query": [w(), w()]},
+        lambda: {"query": w()},
+        lambda: "%s-%s" % (w(), w()),
+    ]
+    return [rnd.choice(templates)() for _ in range(count)]
+
+
+def test_generated_queries_searchabletext(env):
+    nonempty = errors = 0
+    for query in gen_queries(env, 450, 1):
+        result = compare(env, "SearchableText", query)
+        if result[0] == "error":
+            errors += 1
+        elif result[1]:
+            nonempty += 1
+    # the generator must exercise real matches
+    assert nonempty > 150
+
+
+def test_generated_queries_stopwords(env):
+    nonempty = 0
+    for query in gen_queries(env, 300, 2):
+        result = compare(env, "Description", query)
+        if result[0] == "ok" and result[1]:
+            nonempty += 1
+    assert nonempty > 100
+
+
+def test_generated_queries_raw_words(env):
+    nonempty = 0
+    for query in gen_queries(env, 300, 3):
+        result = compare(env, "Title", query)
+        if result[0] == "ok" and result[1]:
+            nonempty += 1
+    assert nonempty > 30
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("query", [
+    "", " ", "foo", "FOO", "café", "Cafe", "CAFÉ", "cafe*", "caf?",
+    "ca*e", "c*", "x1*", "x?", "x??", "foo-bar", "foo_bar", "foo bar",
+    '"foo bar"', '"foo foo"', '"foo foo bar"', '"bar foo"', '"foo bar foo"',
+    "the", "the AND foo", "foo AND the", "foo OR the", "the OR foo",
+    "foo AND NOT the", "foo -the", '"the quick"', '"quick brown"',
+    '"the quick brown"', "the quick", "(the)", "(foo OR bar) AND the",
+    "日本語", "日本*", "東京", "東*", "Ɂ", "a\\b", "can't", "o'neil",
+    "can*", "o'*", "ŉx", "ǁ", "straße", "strasse", "strass*", "Ærø", "aero",
+    "œuvre", "oeuvre", "data.base", "e-mail", "über-cool", "déjà-vu",
+    "NOT foo", "-foo", "foo OR -bar", "*foo", "?oo", "foo AND", "AND",
+    "OR foo", "(foo", "foo)", '"unterminated', '"', '""', "foo (bar",
+    "foo AND NOT", "NOT", "foo NOT bar", "-(foo)", "(-foo)", "foo -(bar)",
+    "foo AND NOT -bar", "foo AND NOT (bar -baz)", "(foo AND the) OR zope",
+    ["foo", "bar"], ["bar", "foo"], ["", ""], [], ["-foo", "bar"],
+    ["AND", "foo", "bar"], {"query": ["bar", "AND", "foo"]},
+    {"query": ""}, "missing", "missing*", '"missing foo"', "foo missing",
+    "foo OR missing", "foo AND NOT missing", "hell*", "hel?", "hel?o",
+    "he*o", "ban*a", "ban?", "band*", "2024", "202?", "f*", "fo*",
+    "100%", "100*", "50%*", "%s", "%*", "d%d", "a+b", "a+b*", "a+?", "a+*",
+    "x|y", "x|*", "x|?", "$dollar", "$*", "a.b", "a.*", "a.?", "[br]",
+    "[b*", "it's", "it'*", "o''k", "back\\slash", "back\\*", "q?x",
+    "q*", "star*", "fo.o", "fo.*", "^caret", "^*", "*foo", "?oo",
+])
+def test_fixed_queries(env, name, query):
+    compare(env, name, query)
+
+
+def test_error_classes(env):
+    for name in NAMES:
+        for query, exc in [("NOT foo", ParseError), ("-foo", ParseError),
+                           ("foo AND", ParseError), ("(foo", ParseError)]:
+            with pytest.raises(exc):
+                _raise(env, name, query)
+    # leading globs (only a splitter keeping them can produce one)
+    for query in ["*foo", "foo OR ?x", "foo AND NOT (bar OR *x)"]:
+        with pytest.raises(QueryError):
+            _raise(env, "Title", query)
+        assert compare(env, "Title", query)[1] is QueryError
+    # stop words only
+    with pytest.raises(ParseError):
+        _raise(env, "Description", "the")
+
+
+def _raise(env, name, query):
+    index = env["pg"][name].__of__(env["cat"])
+    iq = IndexQuery({name: query}, name, index.query_options)
+    index.pgc_where(iq, QueryContext())
+
+
+def test_no_keys_and_empty(env):
+    index = env["pg"]["SearchableText"].__of__(env["cat"])
+    qc = QueryContext()
+    assert index.pgc_where(IndexQuery({}, "SearchableText"), qc) is None
+    iq = IndexQuery({"SearchableText": ""}, "SearchableText")
+    assert index.pgc_where(iq, qc) is NO_MATCH
+    assert qc.params == [] and qc.rank_exprs == []
+    # a non-string key fails as in ZCTextIndex (' '.join)
+    iq = IndexQuery({"SearchableText": [1, 2]}, "SearchableText")
+    with pytest.raises(TypeError):
+        index.pgc_where(iq, qc)
+
+
+def test_entry_words_match_getEntryForObject(env):
+    cat = env["cat"]
+    conn = env["conn"]
+    for name in NAMES:
+        zidx = cat._catalog.getIndex(name)
+        rows = conn.execute(
+            "SELECT e.path, t.tsv FROM pgcatalog_entries e JOIN "
+            "pgcatalog_text t ON t.rid = e.rid AND t.name = %s "
+            "WHERE e.cid = %s", (name, env["cid"])).fetchall()
+        stored = dict(rows)
+        for path, _ in env["docs"]:
+            rid = cat._catalog.uids[path]
+            expected = zidx.getEntryForObject(rid, default=None)
+            if expected is None:
+                assert path not in stored
+                continue
+            assert env["pg"][name].pgc_decode(stored[path]) == expected
+
+
+def test_document_count_matches(env):
+    cat = env["cat"]
+    for name in NAMES:
+        zidx = cat._catalog.getIndex(name)
+        count = env["conn"].execute(
+            "SELECT count(*) FROM pgcatalog_text WHERE name = %s",
+            (name,)).fetchone()[0]
+        assert count == zidx.indexSize()
+
+
+def test_text_stats_hook(env):
+    """Exact statistics from the writer give the same scores."""
+    cat = env["cat"]
+    zidx = cat._catalog.getIndex("SearchableText")
+    index = env["pg"]["SearchableText"].__of__(cat)
+    okapi = zidx.index
+    stats = (okapi.document_count(), okapi._totaldoclen())
+    for query in ["foo", "café OR hello", '"foo bar"', "hel*", "ba?d"]:
+        expected = zc_search(env, "SearchableText", query)[1]
+        iq = IndexQuery({"SearchableText": query}, "SearchableText")
+        qc = QueryContext()
+        qc.text_stats = lambda name: stats
+        where = index.pgc_where(iq, qc)
+        rows = env["conn"].execute(
+            "SELECT e.path, %s FROM pgcatalog_entries e WHERE %s" % (
+                qc.rank_exprs[0], where), qc.params).fetchall()
+        assert {p: int(s) for p, s in rows} == expected
+
+
+def test_sort_on_text_index_raises(env):
+    index = env["pg"]["SearchableText"]
+    with pytest.raises(CatalogError):
+        index.pgc_sort(QueryContext())
+    assert index.pgc_storage == "text"
+
+
+def test_configuration_only(env):
+    cat = env["cat"]
+    index = env["pg"]["SearchableText"]
+    assert not hasattr(aq_base(index), "index")
+    index.clear()
+    assert not hasattr(aq_base(index), "index")
+    state = pickle.loads(pickle.dumps(aq_base(index)))
+    assert not hasattr(state, "index")
+    # the lexicon is found again by acquisition, by id
+    wrapped = index.__of__(cat)
+    assert aq_base(wrapped.getLexicon()) is aq_base(cat.plone_lexicon)
+    assert index.getIndexType() == "Okapi BM25 Rank"
+    assert index.getIndexSourceNames() == ["SearchableText"]
+    assert index.lexicon_id == "plone_lexicon"
+    desc = env["pg"]["Description"]
+    assert desc.getIndexSourceNames() == ["Description"]
+    assert desc.indexed_attrs == ["Description"]
+    assert isinstance(index, ZCTextIndex)
+    assert index.getIndexQueryNames() == ("SearchableText",)
+    assert index.meta_type == "ZCTextIndex"
+    # nothing written to the lexicon by extraction
+    lexicon = cat.plaintext_lexicon
+    before = lexicon.length()
+    desc.__of__(cat).pgc_extract(Doc(Description="brandnewword zzzyyy"))
+    assert lexicon.length() == before
+    assert "brandnewword" not in lexicon._wids
+
+
+def test_constructor_errors(env):
+    cat = env["cat"]
+    with pytest.raises(LookupError):
+        PGZCTextIndex("x", Extra(lexicon_id="nope", index_type="Okapi BM25 Rank"),
+                      cat)
+    with pytest.raises(ValueError):
+        PGZCTextIndex("x", Extra(lexicon_id="plone_lexicon",
+                                 index_type="Bogus"), cat)
+    idx = PGZCTextIndex("x", Extra(lexicon_id="plone_lexicon",
+                                   index_type="Cosine Measure",
+                                   doc_attr="a, b"), cat)
+    assert idx.getIndexSourceNames() == ["a", "b"]
+    assert idx.getIndexType() == "Cosine Measure"
+    idx.indexed_attrs = ["c"]
+    assert idx._indexed_attrs == ["c"]
+
+
+def test_extract_edge_cases(env):
+    cat = env["cat"]
+    index = env["pg"]["SearchableText"].__of__(cat)
+    conn = env["conn"]
+    assert index.pgc_extract(Doc()) is MISSING
+    assert index.pgc_extract(Doc(SearchableText=None)) is MISSING
+    assert index.pgc_extract(Doc(SearchableText=b"x")) is MISSING
+    assert index.pgc_extract(Doc(SearchableText=[1, None])) is MISSING
+    assert index.pgc_extract(Doc(SearchableText=lambda: None)) is MISSING
+    assert index.pgc_extract(Doc(SearchableText="")) == ""
+    assert index.pgc_extract(Doc(SearchableText={"set"})) != ""
+    long_word = "x" * 5000
+    words = ["it's", "back\\slash", "", long_word, "a", "a"]
+    value = text.tsvector_literal(words)
+    stored = conn.execute("SELECT %s::tsvector::text", (value,)).fetchone()[0]
+    decoded = text.words_from_tsvector(stored)
+    assert decoded[:3] == ["it's", "back\\slash", ""]
+    assert decoded[3].startswith("x" * 100) and len(decoded[3]) < 2047
+    assert decoded[4:] == ["a", "a"]
+    # a long document: positions are clamped, the input stays valid
+    many = ["w%d" % (i % 300) for i in range(20000)]
+    stored = conn.execute(
+        "SELECT %s::tsvector::text",
+        (text.tsvector_literal(many),)).fetchone()[0]
+    decoded = text.words_from_tsvector(stored)
+    assert decoded[:16382] == many[:16382]
+    # an exact query of the long word finds its surrogate
+    node = index.pgc_parse([long_word])
+    q = text.tsquery_text(node)
+    assert conn.execute("SELECT %s::tsvector @@ %s::tsquery",
+                        (value, q)).fetchone()[0]
+
+
+def test_ddl_and_gin_index_used(env):
+    conn = env["conn"]
+    index = env["pg"]["SearchableText"]
+    (stmt,) = index.pgc_ddl("pgcatalog_entries")
+    assert stmt.startswith("CREATE INDEX IF NOT EXISTS")
+    conn.execute(stmt)  # idempotent
+    found = conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'pgcatalog_text' "
+        "AND indexdef LIKE '%gin%'").fetchall()
+    assert len(found) == len(NAMES)
+    assert any("USING gin (tsv) WHERE (name = 'SearchableText'::text)" in f[0]
+               for f in found)

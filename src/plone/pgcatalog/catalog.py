@@ -129,6 +129,7 @@ class CatalogConfig(Persistent, Implicit):
         return aq_parent(self)._pgc_brain_for_rid(rid)
 
     paths = ComputedAttribute(lambda self: _RidPaths(aq_parent(self)), 1)
+    data = ComputedAttribute(lambda self: _RidMetadata(aq_parent(self)), 1)
     uids = ComputedAttribute(lambda self: _PathRids(aq_parent(self)), 1)
     _length = ComputedAttribute(
         lambda self: (lambda: len(aq_parent(self))), 1)
@@ -174,6 +175,32 @@ class _RidPaths:
 
     def values(self):
         return [path for _, path in self.items()]
+
+    def __len__(self):
+        return len(self.tool)
+
+
+class _RidMetadata:
+    """``_catalog.data``: rid -> metadata tuple (read and written by
+    plone.app.upgrade's metadata helpers)."""
+
+    def __init__(self, tool):
+        self.tool = tool
+
+    def __getitem__(self, rid):
+        return self.tool._pgc_metadata_tuple(rid)
+
+    def get(self, rid, default=None):
+        try:
+            return self[rid]
+        except KeyError:
+            return default
+
+    def __setitem__(self, rid, record):
+        self.tool._pgc_set_metadata_tuple(rid, record)
+
+    def __contains__(self, rid):
+        return self.get(rid) is not None
 
     def __len__(self):
         return len(self.tool)

@@ -23,7 +23,6 @@ from Acquisition import aq_parent
 from DateTime import DateTime
 from Missing import MV
 from OFS.Folder import Folder
-from OFS.ObjectManager import ObjectManager
 from plone.base.interfaces import IPloneCatalogTool
 from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
@@ -405,6 +404,18 @@ class PGCatalogTool(UniqueObject, Folder):
         result = make_results(self, [rid], 1)
         return result[0]
 
+    def _pgc_metadata_tuple(self, rid):
+        meta = self.getMetadataForRID(rid)
+        return tuple(meta[name] for name in self._catalog.names)
+
+    def _pgc_set_metadata_tuple(self, rid, record):
+        names = self._catalog.names
+        meta = codec.encode_meta(dict(zip(names, record))).decode("utf-8")
+        self._pgc_write_sql(
+            "UPDATE pgcatalog_meta m SET meta = %s::jsonb FROM "
+            "pgcatalog_entries e WHERE m.rid = e.rid AND e.rid = %s AND "
+            "e.cid = %s", (meta, rid, self._pgc_cid()))
+
     def _pgc_all_paths(self):
         return [tuple(r) for r in self._pgc_query(
             "SELECT rid, path FROM pgcatalog_entries WHERE cid = %s "
@@ -667,10 +678,6 @@ class PGCatalogTool(UniqueObject, Folder):
     def getCatalogReport(self):
         return []
 
-    def ZopeFindAndApply(self, *args, **kw):
-        return ObjectManager.ZopeFindAndApply(self, *args, **kw) \
-            if hasattr(ObjectManager, "ZopeFindAndApply") else \
-            Folder.ZopeFindAndApply(self, *args, **kw)
 
 
 def _sortable(value):

@@ -113,6 +113,7 @@ class CatalogConfig(Persistent, Implicit):
 
     # -- brains -------------------------------------------------------------
     _v_brain_class = None
+    _v_query_names = None
 
     def brain_class(self):
         klass = self._v_brain_class

@@ -43,3 +43,32 @@ def get_pool_max_size():
     value = (_product_config().get("pool-max-size")
              or os.environ.get("PGCATALOG_POOL_MAX_SIZE"))
     return int(value) if value else DEFAULT_POOL_MAX_SIZE
+
+
+PLAN_CACHE_MODES = ("auto", "force_generic_plan", "force_custom_plan")
+
+
+def get_plan_cache_mode():
+    """PostgreSQL ``plan_cache_mode`` for catalog connections (default
+    ``force_generic_plan``; ``PGCATALOG_PLAN_CACHE_MODE`` / product-config
+    ``plan-cache-mode`` to change)."""
+    value = (_product_config().get("plan-cache-mode")
+             or os.environ.get("PGCATALOG_PLAN_CACHE_MODE")
+             or "force_generic_plan")
+    if value not in PLAN_CACHE_MODES:
+        raise ConfigurationError(
+            "plan-cache-mode must be one of %s, not %r"
+            % (", ".join(PLAN_CACHE_MODES), value))
+    return value
+
+
+DEFAULT_LOCK_TIMEOUT_MS = 5000
+
+
+def get_lock_timeout_ms():
+    """How long (ms) a catalog write waits for a row another transaction
+    holds before raising ConflictError (``lock-timeout-ms`` /
+    ``PGCATALOG_LOCK_TIMEOUT_MS``; default 5000)."""
+    value = (_product_config().get("lock-timeout-ms")
+             or os.environ.get("PGCATALOG_LOCK_TIMEOUT_MS"))
+    return int(value) if value else DEFAULT_LOCK_TIMEOUT_MS

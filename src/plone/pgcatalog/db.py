@@ -47,6 +47,14 @@ _TXN_KEY = "plone.pgcatalog.session"
 
 def _configure(conn):
     set_json_loads(orjson.loads, conn)
+    # Catalog statements are few shapes run very often: plan each prepared
+    # statement once (planning costs more than running them on most sites).
+    conn.execute("SET plan_cache_mode = %s" % config.get_plan_cache_mode())
+    # A catalog row locked by another transaction is waited for at most
+    # this long, then the request fails with a ConflictError and Zope
+    # retries it: a wait can never turn into a deadlock with RelStorage's
+    # commit lock (which PostgreSQL cannot see as one lock graph).
+    conn.execute("SET lock_timeout = %d" % config.get_lock_timeout_ms())
 
 
 def get_pool(dsn=None):
@@ -60,7 +68,7 @@ def get_pool(dsn=None):
         if pool is None:
             pool = ConnectionPool(
                 dsn, min_size=1, max_size=config.get_pool_max_size(),
-                kwargs={"autocommit": True, "prepare_threshold": 2},
+                kwargs={"autocommit": True, "prepare_threshold": 0},
                 configure=_configure, open=True, name="plone.pgcatalog")
             try:
                 pool.wait(timeout=30)

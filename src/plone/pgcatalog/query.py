@@ -7,7 +7,6 @@ Python, it asks each index kind for a SQL fragment and lets PostgreSQL plan
 the whole query.  It only combines fragments; what a query option means is
 the index kind's business (see indexes/base.py).
 """
-from Products.PluginIndexes.interfaces import ITransposeQuery
 from Products.ZCatalog.query import IndexQuery
 
 from plone.pgcatalog.errors import CatalogError
@@ -66,10 +65,9 @@ def reverse_for(query, sort_indexes):
 
 
 def make_query(catalog, query):
-    for name in catalog._indexes:
-        index = catalog.getIndex(name)
-        if ITransposeQuery.providedBy(index):  # pragma: no cover
-            query = index.make_query(query)
+    """Canonicalize list values (sorted, as ZCatalog's make_query; mixed
+    types raise TypeError there too).  CompositeIndex (ITransposeQuery) is
+    not served, so no query transposition happens."""
     new_query = {}
     for key, value in query.items():
         if isinstance(value, (list, tuple)):
@@ -77,6 +75,23 @@ def make_query(catalog, query):
         else:
             new_query[key] = value
     return new_query
+
+
+def query_names(catalog):
+    """``[(index name, query names)]`` in index order, cached per catalog
+    configuration (rebuilt when indexes change)."""
+    cached = catalog._v_query_names
+    indexes = catalog._indexes
+    key = tuple(indexes.keys())
+    if cached is None or cached[0] != key:
+        names = []
+        for name in key:
+            index = indexes[name]
+            qnames = (index.getIndexQueryNames()
+                      if hasattr(index, "getIndexQueryNames") else (name,))
+            names.append((name, tuple(qnames)))
+        cached = catalog._v_query_names = (key, names)
+    return cached[1]
 
 
 class Plan:
@@ -109,12 +124,10 @@ def compile_search(catalog, cid, query):
     qc = QueryContext(catalog)
     fragments = []
     participated = False
-    for name in catalog._indexes:
-        index = catalog.getIndex(name)
-        names = (index.getIndexQueryNames()
-                 if hasattr(index, "getIndexQueryNames") else (name,))
+    for name, names in query_names(catalog):
         if not any(n in query for n in names):
             continue
+        index = catalog.getIndex(name)
         iq = IndexQuery(query, index.getId(),
                         getattr(index, "query_options", ()),
                         getattr(index, "operators", ("or", "and")),

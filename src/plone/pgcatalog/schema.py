@@ -56,7 +56,7 @@ BASE_DDL = [
         parent text COLLATE "C" NOT NULL,
         depth integer NOT NULL,
         idx jsonb NOT NULL DEFAULT '{}'::jsonb
-    )""",
+    ) WITH (toast_tuple_target = 8160, fillfactor = 90)""",
     """CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_entries_path
         ON pgcatalog_entries (cid, path)""",
     """CREATE INDEX IF NOT EXISTS pgcatalog_entries_parent

@@ -1,0 +1,145 @@
+"""A real Zope application on a given ZODB database, for tests and benchmarks.
+
+``start_zope(db)`` starts Zope the way ``Zope2.startup_wsgi()`` does for a
+WSGI instance, but with the database passed in (e.g. RelStorage on
+PostgreSQL) and the ZCML of a standard instance; plone.autoinclude loads the
+installed add-ons.  ``Request(db)`` is one synthetic request (its own ZODB
+connection, a request, a logged-in user, the site as local site).
+"""
+import os
+
+
+SITE_ZCML = """\
+<configure
+    xmlns="http://namespaces.zope.org/zope"
+    xmlns:meta="http://namespaces.zope.org/meta"
+    xmlns:five="http://namespaces.zope.org/five">
+  <include package="Zope2.App" />
+  <include package="Products.Five" />
+  <meta:redefinePermission from="zope2.Public" to="zope.Public" />
+  <five:loadProducts file="meta.zcml" />
+  <five:loadProducts />
+  <five:loadProductsOverrides />
+  <securityPolicy component="AccessControl.security.SecurityPolicy" />
+</configure>
+"""
+
+RELSTORAGE_SETTINGS = {
+    "keep_history": False,
+    "cache_local_mb": 10,
+    "commit_lock_timeout": 30,
+}
+
+
+class OneDatabase:
+    """The part of Zope's DBTab that ``Zope2.App.startup`` uses, for one
+    database mounted at ``/``."""
+
+    def __init__(self, db):
+        self.db = db
+        self.databases = {"main": db}
+
+    def getDatabase(self, mount_path=None, name=None, is_root=0):
+        return self.db
+
+    def listMountPaths(self):
+        return [("/", "main")]
+
+
+def open_relstorage(dsn, cache_size, workdir, **settings):
+    """A ZODB.DB on history-free RelStorage (PostgreSQL) at ``dsn``."""
+    import ZODB
+    from relstorage.adapters.postgresql import PostgreSQLAdapter
+    from relstorage.options import Options
+    from relstorage.storage import RelStorage
+    from Zope2.App.ClassFactory import ClassFactory
+
+    options = dict(RELSTORAGE_SETTINGS)
+    options["blob_dir"] = os.path.join(workdir, "blobs")
+    options.update(settings)
+    options = Options(**options)
+    adapter = PostgreSQLAdapter(dsn=dsn, options=options)
+    storage = RelStorage(adapter, options=options)
+    return ZODB.DB(storage, cache_size=cache_size, database_name="main",
+                   class_factory=ClassFactory)
+
+
+def start_zope(db, workdir, with_pgcatalog=True):
+    """Start Zope on ``db`` (once per process)."""
+    import AccessControl
+    import App.config
+    import Zope2
+    import Zope2.App.startup
+    from zope.configuration import xmlconfig
+    from Zope2.App import zcml
+
+    cfg = App.config.DefaultConfiguration()
+    cfg.instancehome = cfg.clienthome = workdir
+    cfg.debug_mode = False
+    cfg.dbtab = OneDatabase(db)
+    App.config.setConfiguration(cfg)
+    AccessControl.setImplementation("C")
+    AccessControl.setDefaultBehaviors(True, True, False)
+    if not with_pgcatalog:
+        from plone.autoinclude import loader
+        loader._known_module_names["plone.pgcatalog"] = None
+
+    def load_zcml():
+        zcml._context = xmlconfig.string(SITE_ZCML)
+        zcml._initialized = True
+        from Zope2.App.schema import configure_vocabulary_registry
+        configure_vocabulary_registry()
+
+    Zope2.App.startup.load_zcml = load_zcml
+    Zope2.startup_wsgi()
+
+
+class Request:
+    """One synthetic request on its own ZODB connection.
+
+    Leaving commits (``commit=True``) or aborts the transaction and closes
+    the connection, which trims its cache to the configured size."""
+
+    def __init__(self, db, site_id, user, commit=False):
+        self.db = db
+        self.site_id = site_id
+        self.user = user
+        self.commit = commit
+
+    def __enter__(self):
+        import transaction
+        from AccessControl.SecurityManagement import newSecurityManager
+        from Testing.makerequest import makerequest
+        from zope.component.hooks import setSite
+        from zope.globalrequest import setRequest
+
+        self.conn = self.db.open()
+        transaction.begin()
+        self.app = makerequest(self.conn.root()["Application"])
+        self.request = self.app.REQUEST
+        setRequest(self.request)
+        self.site = self.app[self.site_id] if self.site_id else None
+        if self.site is not None:
+            setSite(self.site)
+        acl = self.app.acl_users
+        newSecurityManager(self.request, acl.getUser(self.user).__of__(acl))
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        import transaction
+        from AccessControl.SecurityManagement import noSecurityManager
+        from zope.component.hooks import setSite
+        from zope.globalrequest import setRequest
+
+        try:
+            if self.commit and exc_type is None:
+                transaction.commit()
+            else:
+                transaction.abort()
+        finally:
+            noSecurityManager()
+            setSite(None)
+            setRequest(None)
+            self.request.close()
+            self.conn.close()
+        return False

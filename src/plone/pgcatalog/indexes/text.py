@@ -21,9 +21,26 @@ with a ``?`` or an inner ``*`` (which a tsquery cannot express) are checked
 exactly with a regular expression over the document's lexemes.
 
 Relevance: the rank expression computes ZCTextIndex's Okapi BM25 score
-(same formula, same integer scaling) in SQL, so ``data_record_score_`` and
-the relevance order match ZCatalog's as long as the collection statistics
-are exact (see ``_stats_sql``).
+(same formula, same operations, same integer scaling; a union adds the
+scores of the branches that matched, NOT parts add nothing) in SQL, so
+``data_record_score_`` and the relevance order match ZCatalog's as long as
+the collection statistics are exact:
+
+- N (documents in the index) and the mean document length come from
+  ``qc.text_stats(index_id) -> (document_count, total_word_count)`` when
+  the query context offers it; otherwise N is counted and the mean length
+  is taken over the first STATS_SAMPLE rows (exact for small indexes);
+- a word's document frequency is counted up to DF_EXACT_LIMIT documents;
+- a glob's per-word document frequencies are exact when the glob matches
+  at most GLOB_EXACT_DOCS documents, else the glob's own frequency is used.
+
+Each tsvector carries a marker lexeme ``"\x03"`` whose two positions
+encode the document's word count (Okapi's document length); no query can
+produce it and ``pgc_decode`` skips it.  Cost per matched row: ~15-40 us
+for words and phrases (binary searches with setweight/ts_filter), more for
+broad globs (every lexeme of the document with the prefix is scored, as
+ZCTextIndex does).  ``pgc_rank_mode = "ts_rank"`` (or ``qc.text_rank``)
+switches to PostgreSQL's cheaper ts_rank, with another order.
 
 Known differences from ZCatalog (by PostgreSQL's tsvector limits):
 
@@ -40,7 +57,11 @@ Known differences from ZCatalog (by PostgreSQL's tsvector limits):
 - a document whose distinct words exceed ~1 MB drops the words past that
   budget;
 - the empty word (Plone's normalizer maps a few letters to "") is stored
-  as ``"\\x01"``.
+  as ``"\\x01"``;
+- ``ZCTextIndex.index_object`` keeps the old words when an object no
+  longer has any text (it returns 0 without unindexing); ``pgc_extract``
+  returns MISSING then, and the writer decides (deleting the row is the
+  saner behaviour, keeping it mirrors ZCatalog).
 """
 import hashlib
 import re
@@ -76,9 +97,20 @@ MAX_TSVECTOR_BYTES = 1000000
 EMPTY_WORD = "\x01"
 #: Separates the kept prefix of an over-long word from its hash.
 _LONG_MARK = "\x02"
+#: Carries the document length (word count) in its two positions, so the
+#: score reads it with a binary search (no query can produce this lexeme).
+DL_MARK = "\x03"
+_DL_BASE = 8191
 #: Rows read to estimate the mean document length when no statistics are
 #: given (exact for indexes with no more documents than this).
-STATS_SAMPLE = 1000
+STATS_SAMPLE = 500
+#: Document frequencies (for the idf) are counted up to this many
+#: documents; a more frequent word is scored as if it had this many.
+DF_EXACT_LIMIT = 2000
+#: A glob matching at most this many documents gets the exact per-word
+#: document frequencies of ZCTextIndex in its score; a broader glob uses
+#: its own document frequency for all its words.
+GLOB_EXACT_DOCS = 1000
 
 # Okapi BM25 constants of Products.ZCTextIndex.OkapiIndex.
 _K1 = 1.2
@@ -150,9 +182,12 @@ def quote_lexeme(lex):
 
 
 def tsvector_literal(words):
-    """tsvector input text for a word list, positions 1..n."""
-    positions = {}
-    used = 0
+    """tsvector input text for a word list, positions 1..n (plus the
+    document length marker)."""
+    words = list(words)
+    dl = min(len(words), _DL_BASE * _DL_BASE - 1)
+    positions = {DL_MARK: [dl // _DL_BASE + 1, _DL_BASE + 1 + dl % _DL_BASE]}
+    used = 1
     for i, word in enumerate(words):
         lex = lexeme(word)
         pos = i + 1 if i < MAX_POSITION else MAX_POSITION
@@ -168,6 +203,20 @@ def tsvector_literal(words):
     return " ".join(
         "%s:%s" % (quote_lexeme(lex), ",".join(map(str, found)))
         for lex, found in positions.items())
+
+
+# The marker sorts first (only the empty word's lexeme sorts before it).
+_DL_RE = re.compile("(?:'\x01'(?::[0-9A-D,]+)? )?'\x03':(\\d+),(\\d+)")
+
+
+def doclen_from_tsvector(text):
+    """The word count (Okapi document length) of a stored tsvector text or
+    of a ``pgc_extract`` value; None without the marker."""
+    found = _DL_RE.match(text or "")
+    if found is None:
+        return None
+    return ((int(found.group(1)) - 1) * _DL_BASE
+            + int(found.group(2)) - _DL_BASE - 1)
 
 
 def words_from_tsvector(text):
@@ -208,6 +257,7 @@ def words_from_tsvector(text):
                 buf.append(text[i])
                 i += 1
         word = "".join(buf)
+        skip = word == DL_MARK
         if word == EMPTY_WORD:
             word = ""
         poss = []
@@ -224,6 +274,8 @@ def words_from_tsvector(text):
                 if j < n and text[j] == ",":
                     j += 1
                 i = j
+        if skip:
+            continue
         if not poss:
             poss = [MAX_POSITION + 1]
         for pos in poss:
@@ -393,6 +445,15 @@ def tsquery_text(node):
     raise TypeError(node)  # pragma: no cover
 
 
+def _positive(node):
+    """The node without its negated parts (what the score looks at)."""
+    if isinstance(node, _And):
+        return _simplify_and([_positive(n) for n in node.pos], [])
+    if isinstance(node, _Or):
+        return _simplify_or([_positive(n) for n in node.kids])
+    return node
+
+
 def match_sql(node, value, tsv="t.tsv"):
     """SQL condition over ``tsv`` for a match tree; ``value(text)`` turns a
     string into SQL (a placeholder or a literal)."""
@@ -429,51 +490,96 @@ def _glob_filter(node, lex_sql):
     return cond
 
 
-class _Scorer:
-    """Builds the Okapi BM25 score of ZCTextIndex as SQL (literals only)."""
+def _dl_sql(positions):
+    """The document length encoded in the marker's positions."""
+    return "((%s[1] - 1) * %d + (%s[2] - %d))" % (
+        positions, _DL_BASE, positions, _DL_BASE + 1)
 
-    def __init__(self, name_sql, n_sql, meandl_sql):
+
+def dl_sql(tsv):
+    """SQL: the word count of the document stored in ``tsv``."""
+    return ("(SELECT %s FROM unnest(ts_filter(setweight(%s, 'A', "
+            "ARRAY[%s]), '{a}')) u)" % (
+                _dl_sql("u.positions"), tsv, _literal(DL_MARK)))
+
+
+def _glob_slice(node, array):
+    """The part of a sorted lexeme array that may start with the prefix
+    (tsvector lexemes are sorted bytewise: those lexemes are adjacent)."""
+    prefix = _literal(node.prefix)
+    return ('%s[width_bucket(%s COLLATE "C", %s) : width_bucket((%s || '
+            'chr(1114111)) COLLATE "C", %s)]' % (
+                array, prefix, array, prefix, array))
+
+
+class _Scorer:
+    """ZCTextIndex's Okapi BM25 score (OkapiIndex._search_wids summed as
+    the parse tree's weighted unions/intersections do) as SQL.
+
+    Per matched row it only reads the query's lexemes out of the tsvector
+    (``setweight`` + ``ts_filter``: binary searches in C), plus the
+    lexeme array for globs; collection statistics are uncorrelated
+    subqueries (computed once per statement).  Literals only: the
+    expression can be placed anywhere in a statement."""
+
+    def __init__(self, name_sql, n_sql, meandl_sql, scope):
         self.name_sql = name_sql
         self.n_sql = n_sql
         self.meandl_sql = meandl_sql
+        self.scope = scope
         self.words = {}     # lexeme -> column index
         self.globs = []     # _Glob nodes
 
     def tf(self, f):
-        # OkapiIndex._search_wids, same operation order.
+        # OkapiIndex._search_wids, same operations in the same order.
         return ("(%(f)s * %(k1p1)s / (%(f)s + %(k1)s * (%(bf1)s + %(b)s "
                 "* s.dl / %(mean)s)))" % dict(
                     f=f, k1p1=_K1_PLUS1_SQL, k1=_K1_SQL, bf1=_B_FROM1_SQL,
                     b=_B_SQL, mean=self.meandl_sql))
 
     def idf(self, df):
+        # inverse_doc_frequency() * 1024.0
         return "(ln(%s + %s / (%s)::float8) * %s)" % (
             _ONE_SQL, self.n_sql, df, _SCALE_SQL)
 
+    def count_sql(self, tsquery):
+        # Documents matching ``tsquery``, counted up to DF_EXACT_LIMIT.
+        return ("(SELECT greatest(count(*), 1) FROM (SELECT 1 FROM %s x "
+                "WHERE x.name = %s AND x.tsv @@ %s::tsquery%s LIMIT %d) c)" % (
+                    schema.TEXT, self.name_sql, _literal(tsquery),
+                    self.scope, DF_EXACT_LIMIT))
+
     def word(self, lex):
         col = self.words.setdefault(lex, len(self.words))
-        df = ("SELECT greatest(count(*), 1) FROM pgcatalog_text x WHERE "
-              "x.name = %s AND x.tsv @@ %s::tsquery%s" % (
-                  self.name_sql, _literal(quote_lexeme(lex)), self.scope))
         f = "s.f%d" % col
         return ("(CASE WHEN %s > 0 THEN floor(%s * %s + %s) ELSE 0 END)" % (
-            f, self.tf(f), self.idf("(%s)" % df), _HALF_SQL))
+            f, self.tf(f), self.idf(self.count_sql(quote_lexeme(lex))),
+            _HALF_SQL))
 
     def glob(self, node):
         col = len(self.globs)
         self.globs.append(node)
+        tsq = _literal(tsquery_text(node))
+        count = self.count_sql(tsquery_text(node))
+        # lexeme -> document frequency, exact when the glob matches at
+        # most GLOB_EXACT_DOCS documents; otherwise every lexeme gets the
+        # glob's own document frequency.
         dfmap = (
-            "SELECT jsonb_object_agg(y.l, y.n) FROM (SELECT u.lexeme AS l, "
-            "count(*) AS n FROM pgcatalog_text x CROSS JOIN LATERAL "
-            "unnest(x.tsv) u WHERE x.name = %s AND x.tsv @@ %s::tsquery "
-            "AND %s%s GROUP BY u.lexeme) y" % (
-                self.name_sql, _literal(tsquery_text(node)),
-                _glob_filter(node, "u.lexeme"), self.scope))
+            "(SELECT CASE WHEN %(count)s <= %(limit)d THEN (SELECT "
+            "jsonb_object_agg(y.l, y.n) FROM (SELECT g.l, count(*) AS n "
+            "FROM %(text)s x CROSS JOIN LATERAL (SELECT "
+            "tsvector_to_array(x.tsv) AS a) xa CROSS JOIN LATERAL "
+            "unnest(%(slice)s) AS g(l) WHERE x.name = %(name)s AND x.tsv @@ "
+            "%(tsq)s::tsquery AND %(cond)s%(scope)s GROUP BY g.l) y) END)"
+            % dict(
+                count=count, limit=GLOB_EXACT_DOCS, text=schema.TEXT,
+                slice=_glob_slice(node, "xa.a"), name=self.name_sql, tsq=tsq,
+                cond=_glob_filter(node, "g.l"), scope=self.scope))
+        df = "coalesce((%s ->> g.l)::float8, %s)" % (dfmap, count)
         return (
             "(SELECT coalesce(sum(floor(%s * %s + %s)), 0) FROM "
             "unnest(s.gl%d, s.gc%d) AS g(l, c))" % (
-                self.tf("g.c"), self.idf("((%s) ->> g.l)" % dfmap),
-                _HALF_SQL, col, col))
+                self.tf("g.c"), self.idf(df), _HALF_SQL, col, col))
 
     def score(self, node, gated=False):
         if isinstance(node, _Word):
@@ -485,6 +591,7 @@ class _Scorer:
         elif isinstance(node, _And):
             text = " + ".join(self.score(n) for n in node.pos)
         elif isinstance(node, _Or):
+            # a union adds the scores of the branches that matched
             return "(%s)" % " + ".join(
                 self.score(n, gated=True) for n in node.kids)
         else:  # pragma: no cover
@@ -494,11 +601,20 @@ class _Scorer:
                 match_sql(node, _literal, "t.tsv"), text)
         return "(%s)" % text
 
-    def build(self, node, scope=""):
-        self.scope = scope
+    def build(self, node):
         score = self.score(node)
-        cols = ["coalesce(sum(cardinality(u.positions)), 0)::float8 AS dl"]
-        for lex, col in sorted(self.words.items(), key=lambda x: x[1]):
+        wanted = "ARRAY[%s]::text[]" % ", ".join(
+            _literal(lex) for lex in [DL_MARK] + list(self.words))
+        lateral = ""
+        if self.globs:
+            lateral = (" CROSS JOIN LATERAL (SELECT tsvector_to_array(t.tsv)"
+                       " AS a) ta")
+            for glob in self.globs:
+                wanted += " || %s" % _glob_slice(glob, "ta.a")
+        marker = _literal(DL_MARK)
+        cols = ["coalesce(max(%s) FILTER (WHERE u.lexeme = %s), 0)::float8 "
+                "AS dl" % (_dl_sql("u.positions"), marker)]
+        for lex, col in self.words.items():
             cols.append(
                 "sum(cardinality(u.positions)) FILTER (WHERE u.lexeme = %s)"
                 "::float8 AS f%d" % (_literal(lex), col))
@@ -510,9 +626,11 @@ class _Scorer:
                 "array_agg(cardinality(u.positions)::float8) "
                 "FILTER (WHERE %s) AS gc%d" % (cond, col))
         return (
-            "(SELECT %s FROM %s t CROSS JOIN LATERAL (SELECT %s FROM "
-            "unnest(t.tsv) u) s WHERE t.rid = e.rid AND t.name = %s)" % (
-                score, schema.TEXT, ", ".join(cols), self.name_sql))
+            "(SELECT %s FROM %s t%s CROSS JOIN LATERAL (SELECT %s FROM "
+            "unnest(ts_filter(setweight(t.tsv, 'A', %s), '{a}')) u) s "
+            "WHERE t.rid = e.rid AND t.name = %s)" % (
+                score, schema.TEXT, lateral, ", ".join(cols), wanted,
+                self.name_sql))
 
 
 # -- the index ---------------------------------------------------------------
@@ -522,6 +640,10 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
 
     pgc_storage = "text"
     pgc_sortable = False
+    #: "okapi": ZCTextIndex's own score (exact, ~20-60 us per matched
+    #: row); "ts_rank": PostgreSQL's ts_rank (~5 us per row, another
+    #: relevance order).  ``qc.text_rank`` overrides it per query.
+    pgc_rank_mode = "okapi"
 
     def __init__(self, id, extra=None, caller=None, index_factory=None,
                  field_name=None, lexicon_id=None):
@@ -596,8 +718,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         words = self.pgc_words(obj)
         if words is None:
             return MISSING
-        # "" (no words) is a real value: ZCTextIndex indexes the document
-        # with an empty word list.
+        # No words is a real value too: ZCTextIndex indexes the document
+        # with an empty word list (it counts in N and the mean length).
         return tsvector_literal(words)
 
     def pgc_decode(self, value):
@@ -613,6 +735,10 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         tree = QueryParser(lexicon).parseQuery(query_str)
         return translate(tree, lexicon)
 
+    def _pgc_name_sql(self):
+        # the index id as a literal inside a statement with parameters
+        return _literal(self.getId())
+
     def pgc_where(self, iq, qc):
         if iq.keys is None:
             return None
@@ -621,10 +747,13 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             # ZCatalog: an empty (or None) index result short-circuits.
             return NO_MATCH
         cond = match_sql(node, qc.param)
-        name_sql = self._pgc_key_literal
-        rank_exprs = getattr(qc, "rank_exprs", None)
-        if rank_exprs is not None:
-            rank_exprs.append(self.pgc_rank_sql(node, qc))
+        name_sql = self._pgc_name_sql()
+        # The relevance expression has no placeholders (literals only).
+        add_rank = getattr(qc, "add_rank", None)
+        if add_rank is not None:
+            add_rank(self.pgc_rank_sql(node, qc), [])
+        elif getattr(qc, "rank_exprs", None) is not None:
+            qc.rank_exprs.append(self.pgc_rank_sql(node, qc))
         return ("EXISTS (SELECT 1 FROM %s t WHERE t.rid = e.rid AND "
                 "t.name = %s AND %s)" % (schema.TEXT, name_sql, cond))
 
@@ -635,14 +764,14 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         ``(document_count, total_word_count)`` numbers (the writer can keep
         them, as OkapiIndex keeps ``document_count``/``_totaldoclen``);
         otherwise N is counted and the mean length is taken from the first
-        STATS_SAMPLE rows (exact for small indexes).  ``qc.cid``, when set,
-        scopes the statistics to one catalog."""
-        name_sql = self._pgc_key_literal
+        STATS_SAMPLE rows (exact for indexes that small).  ``qc.cid``, when
+        set, scopes the statistics to one catalog."""
+        name_sql = self._pgc_name_sql()
         cid = getattr(qc, "cid", None)
         scope = ""
         if cid is not None:
             scope = (" AND EXISTS (SELECT 1 FROM %s xe WHERE xe.rid = x.rid "
-                     "AND xe.cid = %s)" % (schema.ENTRIES, int(cid)))
+                     "AND xe.cid = %d)" % (schema.ENTRIES, int(cid)))
         stats = getattr(qc, "text_stats", None)
         found = stats(self.getId()) if callable(stats) else None
         if found:
@@ -655,17 +784,38 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         mean_sql = (
             "(SELECT greatest(coalesce(sum(y.dl), 0)::float8 / "
             "greatest(count(*), 1)::float8, 1e-9::float8) FROM (SELECT "
-            "(SELECT coalesce(sum(cardinality(u.positions)), 0) FROM "
-            "unnest(x.tsv) u) AS dl FROM %s x WHERE x.name = %s%s LIMIT %d) y)"
-            % (schema.TEXT, name_sql, scope, STATS_SAMPLE))
+            "%s AS dl FROM %s x WHERE x.name = %s%s LIMIT %d) y)" % (
+                dl_sql("x.tsv"), schema.TEXT, name_sql, scope, STATS_SAMPLE))
         return n_sql, mean_sql, scope
 
     def pgc_rank_sql(self, node, qc=None):
-        """Okapi BM25 score of the matched entry ``e`` (SQL, literals only,
-        so it can sit anywhere in the statement)."""
+        """Relevance of the matched entry ``e``: ZCTextIndex's Okapi BM25
+        score (or ts_rank, see ``pgc_rank_mode``).  SQL with literals only,
+        so it can sit anywhere in the statement."""
+        mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
+        if mode == "ts_rank":
+            return ("(SELECT ts_rank(t.tsv, %s::tsquery) FROM %s t WHERE "
+                    "t.rid = e.rid AND t.name = %s)" % (
+                        _literal(tsquery_text(_positive(node))), schema.TEXT,
+                        self._pgc_name_sql()))
         n_sql, mean_sql, scope = self._stats_sql(qc)
-        return _Scorer(self._pgc_key_literal, n_sql, mean_sql).build(
-            node, scope)
+        return _Scorer(self._pgc_name_sql(), n_sql, mean_sql,
+                       scope).build(node)
+
+    def pgc_doclen_sql(self, tsv="t.tsv"):
+        """SQL: the word count (Okapi document length) of a stored row
+        (``%`` free: usable with or without parameters)."""
+        return dl_sql(tsv)
+
+    def pgc_unique_words_sql(self):
+        """SQL counting the distinct words of this index (ZCTextIndex's
+        ``numObjects``; a statement without parameters); add a catalog
+        scope on ``x.rid`` as needed."""
+        return ("SELECT count(DISTINCT u.lexeme) FROM %s x CROSS JOIN "
+                "LATERAL unnest(tsvector_to_array(x.tsv)) AS u(lexeme) "
+                "WHERE x.name = %s AND u.lexeme <> %s" % (
+                    schema.TEXT, self._pgc_key_literal,
+                    compose(sql.Literal(DL_MARK))))
 
     def pgc_ddl(self, table):
         stmt = sql.SQL(

@@ -27,10 +27,12 @@ NASTY = ["a_b", "a%b", "a b", "x~y", "p(1)", "n#1", "c+d", "e@f",
 
 
 class Tool(Implicit):
-    """Stands for portal_catalog: the parent an index is wrapped in."""
+    """Stands for ``portal_catalog._catalog``, the parent an index is
+    wrapped in.  Its physical path is acquired from the tool and repeats
+    the tool's id (see test_index_physical_path_as_in_zcatalog)."""
 
     def getPhysicalPath(self):
-        return ("", "plone", "portal_catalog")
+        return ("", "plone", "portal_catalog", "portal_catalog")
 
 
 class Content:
@@ -63,6 +65,7 @@ def _datasets():
     full += ["/plone/a", "/plone/a/b", "/plone/a/b/c", "/plone/d",
              "/plone/a-1", "/plone/a-1/b", "/plone/a b/c",
              "/plone/portal_catalog/path/a", "/other", "/other/a",
+             "/plone/portal_catalog/portal_catalog/a",
              "/other/plone/a", "/plone-2/a/b", "/plone x/a", "/plonea",
              "/plone!/a", "/a", "/a/b"]
     plone = ["/plone"] + _tree(rnd, "/plone", ids, 4, 4)
@@ -85,6 +88,8 @@ def db():
     dsn = pgserver.fresh_database("pgcatalog_path")
     with psycopg.connect(dsn, autocommit=True) as conn:
         schema.ensure_schema(conn)
+        schema.ensure_index_ddl(
+            conn, PGExtendedPathIndex("path").pgc_ddl(schema.ENTRIES))
         cats = {}
         for name, paths in DATASETS.items():
             cid = conn.execute(
@@ -157,6 +162,7 @@ def _query_paths(rnd, paths):
     return rnd.choice(["", "/", "/plone", "/plone/", "plone", "//plone//a",
                        "/plone/portal_catalog", "/plone/portal_catalog/path",
                        "/plone/portal_catalog/path/a", "/nope", "a", "b",
+                       "/plone/portal_catalog/portal_catalog/path/a",
                        "/plone/a_b", "/plone/a%b", "/plone/a b",
                        "/plone/a", "/plone/a-1", "/other", "/plone x"])
 
@@ -245,7 +251,7 @@ def test_exhaustive_options(db):
     count = 0
     for path in queries:
         for depth in (-1, 0, 1, 2, 3):
-            for navtree, starts in ((0, (0,)), (1, (0, 1, 2, 3))):
+            for navtree, starts in ((0, (0,)), (1, (0, 1, 2, 3, -3))):
                 for ns in starts:
                     query = {"query": path, "depth": depth,
                              "navtree": navtree, "navtree_start": ns}
@@ -254,6 +260,35 @@ def test_exhaustive_options(db):
                     assert got == expected, (query, where)
                     count += 1
     assert count > 1000
+
+
+@pytest.mark.parametrize("name", ["gappy", "tiny", "full"])
+def test_exhaustive_levels(db, name):
+    """Explicit and negative levels with every other option: these take
+    the array-slice and ``generate_series`` paths and the catalog facts
+    (``_depth``, levels nobody ends at)."""
+    conn, cats = db
+    paths = DATASETS[name]
+    real = _real_index(paths)
+    pg = _pg_index()
+    qpaths = sorted(set(paths) | {"/".join(p.split("/")[-2:]) for p in paths}
+                    | {p.split("/")[-1] for p in paths}
+                    | {"", "/", "g/h", "plone/f", "nope"})
+    combos = [(depth, nav, ns, level)
+              for depth in (-1, 0, 1, 2, 3) for nav in (0, 1)
+              for ns in ((0, 1, 2, 3, 5) if nav else (0,))
+              for level in (-1, 1, 2)]
+    rnd = random.Random("levels-" + name)
+    queries = [(p, c) for p in qpaths for c in combos]
+    if len(queries) > 1200:
+        queries = rnd.sample(queries, 1200)
+    for n, (path, (depth, nav, ns, level)) in enumerate(queries):
+        query = {"query": path, "depth": depth, "navtree": nav,
+                 "navtree_start": ns, "level": level}
+        expected = _real_search(real, paths, query)
+        got, where = _pg_search(conn, cats[name], pg, query,
+                                with_cid=n % 2 == 0)
+        assert got == expected, (query, where)
 
 
 # -- the documented behaviour, spelled out --------------------------------
@@ -364,4 +399,37 @@ def test_configuration_only():
     assert not hasattr(index, "_unindex")
     assert index.getIndexSourceNames() == ("getPhysicalPath",)
     assert index.pgc_sort(QueryContext()) == ("e.path", "TRUE")
-    assert index.pgc_ddl("pgcatalog_entries") == []
+    (ddl,) = index.pgc_ddl("pgcatalog_entries")
+    assert ddl.startswith("CREATE INDEX IF NOT EXISTS ")
+    assert ddl.endswith(" ON pgcatalog_entries (cid, depth)")
+
+
+def test_index_physical_path_as_in_zcatalog():
+    """search() skips the query components shared with the index's own
+    physical path, so the index must sit where ZCatalog's does."""
+    from OFS.Application import Application
+    from OFS.Folder import Folder
+    from Products.ZCatalog.ZCatalog import ZCatalog
+
+    from plone.pgcatalog.catalog import CatalogConfig
+
+    app = Application()
+    app._setObject("plone", Folder("plone"))
+    app.plone._setObject("zcatalog", ZCatalog("zcatalog"))
+    zcatalog = app.plone.zcatalog
+    zcatalog._catalog.addIndex("path", ExtendedPathIndex("path"))
+    assert zcatalog._catalog.getIndex("path").getPhysicalPath() == (
+        "", "plone", "zcatalog", "zcatalog", "path")
+
+    class PGTool(Folder):
+        pass
+
+    tool = PGTool("pgcatalog")
+    tool._catalog = CatalogConfig()
+    app.plone._setObject("pgcatalog", tool)
+    tool = app.plone.pgcatalog
+    tool._catalog.addIndex("path", PGExtendedPathIndex("path"))
+    assert tool._catalog.getIndex("path").getPhysicalPath() == (
+        "", "plone", "pgcatalog", "pgcatalog", "path")
+    assert _pg_index().getPhysicalPath() == (
+        "", "plone", "portal_catalog", "portal_catalog", "path")

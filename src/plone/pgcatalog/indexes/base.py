@@ -73,9 +73,11 @@ def compose(composable):
 class QueryContext:
     """Collects the parameters of one compiled statement."""
 
-    def __init__(self, catalog=None):
+    def __init__(self, catalog=None, cid=None):
         self.params = []
         self.catalog = catalog
+        #: the catalog's id, for fragments that look at the whole catalog
+        self.cid = cid
         #: relevance expressions added by text indexes (summed for ordering)
         self.rank_exprs = []
         self.rank_params = []

@@ -21,12 +21,21 @@ included (each one is named where it is handled):
 * Some answers depend on the catalog as a whole: ZCatalog's ``_depth``
   (the deepest level indexed) and whether any entry ends at a given level
   (when none does, ``intersection(pathset, None)`` keeps the whole
-  ``pathset``).  Those facts are sub-selects on the catalog that PostgreSQL
-  runs once per statement when the catalog id is known (``qc.cid``), and
-  per row otherwise.
+  ``pathset``).  Those facts are sub-selects that PostgreSQL evaluates once
+  per statement (lazily, only when a row needs them): for the catalog
+  ``qc.cid`` when the query compiler sets it, else for every catalog of the
+  database.  The (cid, depth) index of :meth:`pgc_ddl` makes them probes,
+  and serves depth-only queries such as global navigation's
+  ``{"query": "/plone", "depth": 3}`` (every entry at depths 1..4).
 
-Explicit levels other than 0 (and negative levels, which mean "any level")
-compare components with array slices: correct, but not index assisted.
+Known difference: ``{"query": "", "navtree": 1, "depth": -2, "level": -1}``
+(a depth below -1, no path components) makes ZCatalog raise TypeError only
+when its ``_depth`` reaches ``navtree_start + 1 - depth``; it always raises
+here.
+
+Explicit levels other than 0 and negative levels ("any level") compare
+components with array slices after a cheap ``strpos`` filter: exact, but a
+scan of the catalog's rows.
 """
 import re
 
@@ -34,6 +43,7 @@ from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.PluginIndexes.util import safe_callable
 
 from plone.pgcatalog import schema
+from plone.pgcatalog.indexes.base import compose
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
@@ -46,6 +56,8 @@ FALSE = "FALSE"
 COMPS = "array_remove(string_to_array(e.path, '/'), '')"
 
 _TOKEN = re.compile("\x00([0-9]+)\x00")
+_CID = "\x01cid\x01"
+_MAXINT = "2147483647"
 
 
 def _or(parts):
@@ -104,7 +116,7 @@ class _Compiler:
         self.cid_value = getattr(qc, "cid", None)
         self.values = []
 
-    # -- parameters -----------------------------------------------------------
+    # -- parameters ----------------------------------------------------------
     def p(self, value, cast=None):
         self.values.append(value)
         token = "\x00%d\x00" % (len(self.values) - 1)
@@ -117,33 +129,81 @@ class _Compiler:
         return _TOKEN.sub(
             lambda m: qc.param(self.values[int(m.group(1))]), text)
 
-    # -- facts about the whole catalog ------------------------------------------
-    def cid(self):
-        if self.cid_value is None:
-            return "e.cid"
-        return self.i(self.cid_value)
-
-    def _any_entry(self, cond):
-        return (f"EXISTS (SELECT 1 FROM {schema.ENTRIES} d "
-                f"WHERE d.cid = {self.cid()} AND {cond})")
+    # -- facts about the whole catalog ---------------------------------------
+    # ``cond`` uses alias ``d`` over the entries and _CID for the catalog id.
+    # With ``qc.cid`` the fact is an uncorrelated sub-select (PostgreSQL
+    # evaluates it once, lazily); without, it is evaluated once for every
+    # catalog and the entry's ``cid`` is looked up in the answer.
+    def fact(self, cond):
+        if self.cid_value is not None:
+            return cond.replace(_CID, self.i(self.cid_value))
+        return (f"e.cid = ANY(ARRAY(SELECT c.cid FROM {schema.CATALOGS} c "
+                f"WHERE {cond.replace(_CID, 'c.cid')}))")
 
     def has_depth_ge(self, depth):
-        """Some entry has at least ``depth`` components."""
-        return self._any_entry(f"d.depth >= {self.i(depth)}")
+        """Some entry has at least ``depth`` components (ZCatalog's
+        ``_depth >= depth - 1``)."""
+        return self.fact(f"EXISTS (SELECT 1 FROM {schema.ENTRIES} d WHERE "
+                         f"d.cid = {_CID} AND d.depth >= {self.i(depth)})")
 
     def has_depth(self, depth):
         """Some entry has exactly ``depth`` components, i.e. ZCatalog's
         ``_index[None][depth - 1]`` exists."""
-        return self._any_entry(f"d.depth = {self.i(depth)}")
+        return self.fact(f"EXISTS (SELECT 1 FROM {schema.ENTRIES} d WHERE "
+                         f"d.cid = {_CID} AND d.depth = {self.i(depth)})")
 
     def all_depths(self, lo, hi):
         """Every depth in ``lo..hi`` is held by some entry."""
-        return (f"NOT EXISTS (SELECT 1 FROM generate_series({self.i(lo)}, "
-                f"{self.i(hi)}) AS s(v) WHERE NOT EXISTS (SELECT 1 FROM "
-                f"{schema.ENTRIES} d WHERE d.cid = {self.cid()} "
+        return self.fact(
+            f"NOT EXISTS (SELECT 1 FROM generate_series({self.i(lo)}, "
+            f"{self.i(hi)}) AS s(v) WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{schema.ENTRIES} d WHERE d.cid = {_CID} AND d.depth = s.v))")
+
+    def _max_depth(self, cid):
+        return (f"(SELECT max(d.depth) FROM {schema.ENTRIES} d "
+                f"WHERE d.cid = {cid})")
+
+    def _depths(self, cid):
+        return (f"ARRAY(SELECT s.v FROM generate_series(0, "
+                f"{self._max_depth(cid)}) AS s(v) WHERE EXISTS (SELECT 1 "
+                f"FROM {schema.ENTRIES} d WHERE d.cid = {cid} "
                 f"AND d.depth = s.v))")
 
-    # -- predicates on the entry ------------------------------------------------
+    def catalog_depth(self):
+        """ZCatalog's ``_depth`` (deepest level) as an SQL expression."""
+        if self.cid_value is not None:
+            return f"({self._max_depth(self.i(self.cid_value))} - 1)"
+        per_catalog = (f"(SELECT jsonb_object_agg(c.cid::text, "
+                       f"{self._max_depth('c.cid')}) "
+                       f"FROM {schema.CATALOGS} c)")
+        return f"(({per_catalog} ->> e.cid::text)::int - 1)"
+
+    def catalog_has_depth(self, depth_sql):
+        """``depth_sql`` (an SQL expression) is held by some entry."""
+        if self.cid_value is not None:
+            depths = self._depths(self.i(self.cid_value))
+            return f"({depth_sql}) = ANY({depths})"
+        per_catalog = (f"(SELECT jsonb_object_agg(c.cid::text, "
+                       f"to_jsonb({self._depths('c.cid')})) "
+                       f"FROM {schema.CATALOGS} c)")
+        return (f"({per_catalog} -> e.cid::text) @> "
+                f"to_jsonb(({depth_sql})::int)")
+
+    # -- predicates on the entry ---------------------------------------------
+    def depth_between(self, lo, hi, fact, open_low=False):
+        """``depth BETWEEN lo AND hi`` if ``fact()`` holds, else no limit.
+
+        Written as bounds (computed once by PostgreSQL) rather than an OR,
+        so that the (cid, depth) index can still be combined with the path
+        ones.  ``open_low``: the pathset holds nothing shallower than
+        ``lo`` anyway, so only the upper bound depends on the fact."""
+        if open_low:
+            low = self.i(lo)
+        else:
+            low = f"(CASE WHEN {fact()} THEN {self.i(lo)} ELSE 0 END)"
+        high = f"(CASE WHEN {fact()} THEN {self.i(hi)} ELSE {_MAXINT} END)"
+        return f"e.depth BETWEEN {low} AND {high}"
+
     def in_tree(self, comps):
         """The entry is the object at ``comps`` or below it (the object and
         its descendants): ``path = X OR X/ <= path < X0``."""
@@ -156,16 +216,22 @@ class _Compiler:
         return (f"(e.path < {self.p(x)} OR (e.path > {self.p(x)} AND "
                 f"e.path < {self.p(x + '/')}) OR e.path >= {self.p(x + '0')})")
 
-    def slice_eq(self, level, comps, level_sql=None):
+    def contains_after_first(self, comps):
+        """``comps`` follow each other somewhere after the entry's first
+        component (a necessary condition for a match at a level >= 1)."""
+        needle = "/" + "/".join(comps) + "/"
+        return f"strpos(substr(e.path || '/', 2), {self.p(needle)}) > 0"
+
+    def slice_eq(self, level, comps, level_sql=None, comps_sql=COMPS):
         """The entry's components at ``level ..`` equal ``comps``."""
         if level_sql is None:
             lo, hi = self.i(level + 1), self.i(level + len(comps))
         else:
             lo = f"{level_sql} + 1"
             hi = f"{level_sql} + {self.i(len(comps))}"
-        return f"({COMPS})[{lo}:{hi}] = {self.p(list(comps), 'text[]')}"
+        return f"({comps_sql})[{lo}:{hi}] = {self.p(list(comps), 'text[]')}"
 
-    # -- search() ---------------------------------------------------------------
+    # -- search() ------------------------------------------------------------
     def search(self, key, default_level):
         if isinstance(key, str):
             level, path = default_level, key
@@ -174,7 +240,13 @@ class _Compiler:
         if level < 0:
             # ZCatalog: multiunion(search(path, l) for l in 0.._depth)
             first = self.search_level(path, 0)
-            if first.none == TRUE:
+            # multiunion() fails on a level whose search() gives None: at
+            # level 0 (known here), or, for a navtree search with a depth
+            # below -1 and no components, at the levels from
+            # navtree_start + 1 - depth on, which exist in any catalog but
+            # a very shallow one (see the module docstring).
+            if first.none == TRUE or (
+                    self.navtree and self.depth < -1 and not _comps(path)):
                 raise TypeError("'NoneType' object is not iterable")
             rest = self.search_any_level(path)
             return _Result(_or([_and([_not(first.none), first.where]),
@@ -220,7 +292,9 @@ class _Compiler:
             """pathset after comps[0..i]: comps at levels level..level+i."""
             target = comps[:i + 1]
             if not anchored:
-                return self.slice_eq(level, target)
+                # level >= 1: a cheap string test first
+                return _and([self.contains_after_first(target),
+                             self.slice_eq(level, target)])
             inside = self.in_tree(prefix + target)
             if not prefix:
                 return inside
@@ -235,22 +309,24 @@ class _Compiler:
         if navtree:
             for i in range(k):
                 if i + level >= ns:
-                    # intersection(pathset, _index[None].get(i + level))
+                    # intersection(pathset, _index[None].get(i + level)):
+                    # the whole pathset when nobody ends at that level
                     end = i + level + 1
-                    parts.append(_and([matches(i), _or([
-                        f"e.depth = {self.i(end)}",
-                        _not(self.has_depth(end))])]))
+                    parts.append(_and([matches(i), self.depth_between(
+                        end, end, lambda: self.has_depth(end))]))
         if depth >= 0:
             start = k - 1
             if navtree:
                 start = max(start, ns - level)
             lo, hi = start + level + 1, start + level + depth + 1
-            within = f"e.depth BETWEEN {self.i(lo)} AND {self.i(hi)}"
             if k:
-                parts.append(_and([matches(k - 1), _or([
-                    within, _not(self.all_depths(lo, hi))])]))
+                # as above, for each level in lo..hi
+                parts.append(_and([matches(k - 1), self.depth_between(
+                    lo, hi, lambda: self.all_depths(lo, hi),
+                    open_low=start == k - 1)]))
             else:
-                parts.append(within)
+                parts.append(f"e.depth BETWEEN {self.i(lo)} AND "
+                             f"{self.i(hi)}")
         if navtree or depth >= 0:
             if navtree and depth < 0 and not parts:
                 return _Result(FALSE, none=fact)
@@ -263,7 +339,9 @@ class _Compiler:
         """Level 0, depth 0 or 1: ``_index_items`` / ``_index_parents``."""
         multi = self.index.multi_valued
         if self.navtree:
-            heads = [comps[:i] for i in range(len(comps), self.ns - 1, -1)]
+            # (below -len(comps) every comps[:i] is [] again: stop there)
+            stop = max(self.ns, -len(comps) - 1) - 1
+            heads = [comps[:i] for i in range(len(comps), stop, -1)]
             if depth == 1 and not multi:
                 # siblings along the path: children of each ancestor
                 parents = ["/".join([""] + h) for h in heads]
@@ -293,9 +371,10 @@ class _Compiler:
         return f"e.parent = {self.p(path if comps else '')}"
 
     def search_any_level(self, path):
-        """The levels 1.._depth of a negative-level search, as one
-        correlated EXISTS over ``generate_series`` (``g.l`` is the level,
-        ``c.d`` ZCatalog's ``_depth``, ``c.ds`` the depths in use)."""
+        """The levels 1.._depth of a negative-level search (level 0 is
+        :meth:`search_level`'s).  What does not depend on the level is
+        taken out; the rest is one correlated EXISTS over the levels
+        (``g.l``), with the entry's components computed once (``cc.c``)."""
         comps = _comps(path)
         k = len(comps)
         depth, navtree, ns = self.depth, self.navtree, self.ns
@@ -303,29 +382,36 @@ class _Compiler:
             depth = 1
         if not comps and depth == -1:
             return TRUE
+        contains = TRUE
+        if comps:
+            # Any match below has all comps (navtree: the first one) at a
+            # level >= 1: "/c1/c2/" inside the path, after its first
+            # component.  Enough on its own for a plain depth -1 search.
+            contains = self.contains_after_first(
+                comps if not navtree else comps[:1])
+            if not navtree and depth == -1:
+                return contains
+        init = FALSE
+        if navtree and depth > 0:
+            # The entries ending at levels min(ns, l)..max(ns, l), over the
+            # levels l that pass the navtree_start test (lmin.._depth).
+            lmin = max(1, ns - k + 1 - depth)
+            init = _and([self.has_depth_ge(max(ns, lmin) + 1),
+                         f"e.depth > {self.i(min(ns, lmin))}"])
         lvl = "g.l"
 
-        def has(end_sql):
-            return f"({end_sql}) = ANY(c.ds)"
-
         def matches(i):
-            return self.slice_eq(None, comps[:i + 1], level_sql=lvl)
+            return self.slice_eq(None, comps[:i + 1], level_sql=lvl,
+                                 comps_sql="cc.c")
 
-        conds = []
-        if navtree:
-            conds.append(f"{self.i(ns)} <= LEAST({lvl} + "
-                         f"{self.i(k - 1 + depth)}, c.d)")
         parts = []
-        if navtree and depth > 0:
-            conds_ns = self.i(ns)
-            parts.append(f"e.depth - 1 BETWEEN LEAST({conds_ns}, {lvl}) "
-                         f"AND GREATEST({self.i(ns)}, {lvl})")
         if navtree:
             for i in range(k):
                 end = f"{lvl} + {self.i(i + 1)}"
                 parts.append(_and([
                     f"{lvl} + {self.i(i)} >= {self.i(ns)}", matches(i),
-                    _or([f"e.depth = {end}", _not(has(end))])]))
+                    _or([f"e.depth = {end}",
+                         _not(self.catalog_has_depth(end))])]))
         if depth >= 0:
             if navtree:
                 start = f"GREATEST({self.i(k - 1)}, {self.i(ns)} - {lvl})"
@@ -336,7 +422,8 @@ class _Compiler:
             within = f"e.depth - 1 BETWEEN {lo} AND {hi}"
             if k:
                 gap = (f"EXISTS (SELECT 1 FROM generate_series({lo}, {hi}) "
-                       f"AS s(v) WHERE NOT {has('s.v + 1')})")
+                       f"AS s(v) WHERE NOT "
+                       f"{self.catalog_has_depth('s.v + 1')})")
                 parts.append(_and([matches(k - 1), _or([within, gap])]))
             else:
                 parts.append(within)
@@ -344,27 +431,29 @@ class _Compiler:
             body = _or(parts)
         else:
             body = matches(k - 1) if k else FALSE
-        body = _and(conds + [body])
+        if navtree and body != FALSE:
+            # navtree_start > min(pathlength + depth, _depth): empty
+            body = _and([f"{self.i(ns)} <= LEAST({lvl} + "
+                         f"{self.i(k - 1 + depth)}, {self.catalog_depth()})",
+                         body])
         if body == FALSE:
-            return FALSE
-        cid = self.cid()
-        stats = (f"(SELECT max(d.depth) - 1 AS d, array_agg(DISTINCT d.depth) "
-                 f"AS ds FROM {schema.ENTRIES} d WHERE d.cid = {cid})")
-        return (f"EXISTS (SELECT 1 FROM {stats} AS c, "
-                f"generate_series(1, c.d) AS g(l) WHERE {body})")
+            return init
+        per_level = (f"EXISTS (SELECT 1 FROM (SELECT {COMPS} AS c) AS cc, "
+                     f"generate_series(1, {self.catalog_depth()}) AS g(l) "
+                     f"WHERE {body})")
+        return _or([init, _and([contains, per_level])])
 
 
 class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
     """``ExtendedPathIndex`` whose data are the entries' path columns.
 
-    Holds configuration only (``indexed_attrs``, ``multi_valued``); the
-    BTrees of the original class are never created.
+    Holds configuration only (``indexed_attrs``, ``multi_valued``): the
+    BTrees of the original class are never created, because ``clear()``
+    (called by its constructor) is the data-side one of
+    :class:`~plone.pgcatalog.indexes.access.IndexData`.
     """
 
     pgc_storage = "path"
-
-    def clear(self):
-        """Nothing to clear here: the data live in PostgreSQL."""
 
     def pgc_extract(self, obj):
         """The path ``ExtendedPathIndex.index_object`` would index."""
@@ -407,12 +496,18 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
                          + [_not(_and([r.none for r in results]))])
         if where == FALSE:
             return NO_MATCH
-        return compiler.bind(where, qc)
+        if where == TRUE:
+            return TRUE
+        return "(%s)" % compiler.bind(where, qc)
 
     def pgc_sort(self, qc):
         # ZCatalog sorts by documentToKeyMap(): the indexed path string.
         return "e.path", "TRUE"
 
     def pgc_ddl(self, table):
-        # The base schema's (cid, path) and (cid, parent) indexes serve it.
-        return []
+        """The base schema's (cid, path) and (cid, parent) indexes serve
+        the path predicates; (cid, depth) serves the depth-only ones
+        (``{"query": "/plone", "depth": 3}``, global navigation, reads
+        everything at depths 1..4) and the per-catalog depth facts."""
+        name = compose(schema.index_name("pgcatalog", "path", "depth"))
+        return [f"CREATE INDEX IF NOT EXISTS {name} ON {table} (cid, depth)"]

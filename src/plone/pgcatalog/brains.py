@@ -9,9 +9,23 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
 
+from plone.pgcatalog.codec import decode
+
+
+_DECODE = (dict, list)
+
 
 class PGCatalogBrain(AbstractCatalogBrain):
-    """Brain whose path is known from the batch that loaded it."""
+    """Brain fed with metadata as stored (JSON); typed values (DateTime,
+    tuples, ...) are decoded when a column is read, so making a brain costs
+    no decoding and a page decodes only the columns it shows."""
+
+    def __getitem__(self, key):
+        value = self.__data__[key if isinstance(key, int)
+                              else self.__schema__[key]]
+        if type(value) in _DECODE:
+            return decode(value)
+        return value
 
     def getPath(self):
         tool = aq_parent(aq_inner(self))

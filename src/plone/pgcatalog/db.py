@@ -43,6 +43,13 @@ _pools_lock = threading.Lock()
 _schema_ready = set()
 
 _TXN_KEY = "plone.pgcatalog.session"
+_commit_generation = [0]
+
+
+def commit_generation():
+    """Increases each time this process commits catalog writes (per-process
+    caches of catalog-wide figures use it to know they are stale)."""
+    return _commit_generation[0]
 
 
 def _configure(conn):
@@ -206,14 +213,15 @@ class CatalogSession:
             self.connection().execute("BEGIN")
             self.in_pg_txn = True
 
-    def execute(self, query, params=(), prepare=None):
+    def execute(self, query, params=(), prepare=None, binary=False):
         """Run one statement after flushing this transaction's writes.
 
         Returns the cursor.  A broken idle connection is replaced once."""
         if self.pending.has_entries() or self.pending.counter:
             self.flush()
         try:
-            return self.connection().execute(query, params, prepare=prepare)
+            return self.connection().execute(query, params, prepare=prepare,
+                                             binary=binary)
         except psycopg.OperationalError as exc:
             if self.in_pg_txn:
                 raise translate_error(exc) from exc
@@ -222,7 +230,8 @@ class CatalogSession:
             self._discard_broken()
             try:
                 return self.connection().execute(query, params,
-                                                 prepare=prepare)
+                                                 prepare=prepare,
+                                                 binary=binary)
             except psycopg.Error as exc2:
                 raise translate_error(exc2) from exc2
         except psycopg.Error as exc:
@@ -285,6 +294,7 @@ class CatalogSession:
             conn.execute("COMMIT")
             self.in_pg_txn = False
             self.counter_flushed.clear()
+            _commit_generation[0] += 1
         except psycopg.Error as exc:
             raise translate_error(exc) from exc
 

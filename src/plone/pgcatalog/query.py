@@ -61,7 +61,10 @@ def reverse_for(query, sort_indexes):
         # one direction for every sort index, as ZCatalog's sort_spec
         return reverse * len(sort_indexes)
     reverse = reverse[:len(sort_indexes)]
-    return reverse + [False] * (len(sort_indexes) - len(reverse))
+    # ZCatalog's multisort first sorts by the whole key in the first
+    # direction, then (stable) by the keys that have a direction: indexes
+    # without one keep the first direction
+    return reverse + [reverse[0]] * (len(sort_indexes) - len(reverse))
 
 
 def make_query(catalog, query):
@@ -98,7 +101,8 @@ class Plan:
     """A compiled search: the SQL and what to do with its answer."""
 
     __slots__ = ("empty", "sql", "params", "limited", "b_start", "b_size",
-                 "scored", "python_sort", "sort_specs", "reverse")
+                 "scored", "python_sort", "sort_specs", "reverse",
+                 "score_sql", "score_params")
 
     def __init__(self):
         self.empty = False
@@ -108,13 +112,18 @@ class Plan:
         self.b_start = 0
         self.b_size = None
         self.scored = False
+        self.score_sql = None  # deferred relevance ordering (see results)
+        self.score_params = None
         self.python_sort = None
         self.sort_specs = None
         self.reverse = None
 
 
-def compile_search(catalog, cid, query):
-    """Compile a merged query dict (after the tool's security additions)."""
+def compile_search(catalog, cid, query, text_stats=None):
+    """Compile a merged query dict (after the tool's security additions).
+
+    ``text_stats(index_id) -> (documents, words)`` gives text indexes their
+    collection statistics (Okapi BM25) without counting them per query."""
     plan = Plan()
     sort_indexes = sort_indexes_for(catalog, query)
     sort_limit = get_sort_attr("limit", query)
@@ -122,6 +131,9 @@ def compile_search(catalog, cid, query):
 
     query = make_query(catalog, query)
     qc = QueryContext(catalog)
+    qc.cid = cid
+    if text_stats is not None:
+        qc.text_stats = text_stats
     fragments = []
     participated = False
     for name, names in query_names(catalog):
@@ -171,7 +183,7 @@ def compile_search(catalog, cid, query):
             for expr in _split_exprs(exprs):
                 order.append(expr + direction)
             order_params.extend(sqc.params)
-        order.append("e.rid")
+        order.append(_tie_break(reverse))
         _ordered_sql(plan, " AND ".join(where), params_where,
                      ", ".join(order), order_params)
     elif qc.rank_exprs:
@@ -180,6 +192,19 @@ def compile_search(catalog, cid, query):
     else:
         _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [])
     return plan
+
+
+def _tie_break(reverse):
+    """Order of entries with equal sort keys, as ZCatalog's sortResults:
+    one sort index sorts (key, rid) pairs, so ties follow the sort
+    direction; several sort indexes sort stably on the keys only, so ties
+    keep the result set's ascending rid order.  (ZCatalog's rids, like
+    ours, grow in indexing order.)  Not mirrored: the unlimited
+    "iterate the sort index" algorithm ZCatalog picks for big results on
+    a low-cardinality index, where reverse ties stay ascending."""
+    if len(reverse) == 1 and reverse[0]:
+        return "e.rid DESC"
+    return "e.rid"
 
 
 def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
@@ -201,7 +226,8 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
 
 def _scored_sql(plan, where_sql, params_where, qc):
     """Text queries without sort_on: ordered by relevance (rank computed
-    once per matching entry)."""
+    once per matching entry); equal scores by descending rid, as ZCatalog's
+    ``byValue`` (newest entry first)."""
     rank = " + ".join("COALESCE(%s, 0)" % r for r in qc.rank_exprs)
     inner = ("SELECT e.rid, (%s)::float8 AS score FROM pgcatalog_entries e "
              "WHERE %s" % (rank, where_sql))
@@ -210,20 +236,26 @@ def _scored_sql(plan, where_sql, params_where, qc):
         plan.limited = True
         plan.sql = (
             "SELECT (SELECT count(*) FROM pgcatalog_entries e WHERE %s), "
-            "array_agg(s.rid ORDER BY s.score DESC, s.rid), "
-            "array_agg(s.score ORDER BY s.score DESC, s.rid), "
+            "array_agg(s.rid ORDER BY s.score DESC, s.rid DESC), "
+            "array_agg(s.score ORDER BY s.score DESC, s.rid DESC), "
             "(SELECT max(x.score) FROM (%s) x) FROM "
-            "(SELECT * FROM (%s) t ORDER BY t.score DESC, t.rid "
+            "(SELECT * FROM (%s) t ORDER BY t.score DESC, t.rid DESC "
             "LIMIT %%s OFFSET %%s) s" % (where_sql, inner, inner))
         plan.params = (params_where + rank_params + params_where
                        + rank_params + params_where
                        + [plan.b_size, plan.b_start])
     else:
-        plan.sql = (
-            "SELECT count(*), array_agg(s.rid ORDER BY s.score DESC, s.rid), "
-            "array_agg(s.score ORDER BY s.score DESC, s.rid), max(s.score) "
-            "FROM (%s) s" % inner)
-        plan.params = rank_params + params_where
+        # No page to cut: match now, score when a brain is first read
+        # (``len()`` of a text search never pays for relevance).
+        plan.sql = ("SELECT count(*), array_agg(e.rid ORDER BY e.rid DESC) "
+                    "FROM pgcatalog_entries e WHERE %s" % where_sql)
+        plan.params = params_where
+        plan.score_sql = (
+            "SELECT array_agg(s.rid ORDER BY s.score DESC, s.rid DESC), "
+            "array_agg(s.score ORDER BY s.score DESC, s.rid DESC), "
+            "max(s.score) FROM (SELECT e.rid, (%s)::float8 AS score "
+            "FROM pgcatalog_entries e WHERE e.rid = ANY(%%s)) s" % rank)
+        plan.score_params = rank_params
 
 
 def _split_exprs(exprs):
@@ -247,24 +279,30 @@ def _split_exprs(exprs):
 
 def _python_sort_plan(plan, sort_indexes, reverse, where, params_where):
     """Sorting needs Python (GopipIndex): fetch rid, path and the SQL sort
-    keys of every match, sort in Python afterwards."""
+    keys of every match as arrays (one row), sort in Python afterwards."""
     plan.python_sort = sort_indexes
     plan.reverse = reverse
     keys = []
     key_params = []
     for index in sort_indexes:
         if getattr(index, "pgc_python_sort", False):
-            keys.append("NULL")
             continue
         sqc = QueryContext(None)
         exprs, present = index.pgc_sort(sqc)
-        keys.append(_split_exprs(exprs)[0])
+        # the rank of the entry's key in the SQL order of *all* the sort
+        # expressions (strings sort by their second expression, see
+        # common.sort_sql): Python sorts these integers, ties stay ties
+        keys.append("dense_rank() OVER (ORDER BY %s)"
+                    % ", ".join(_split_exprs(exprs)))
         key_params.extend(sqc.params)
         if present and present != "TRUE":
             where.append(present)
-    plan.sql = (
-        "SELECT e.rid, e.path%s FROM pgcatalog_entries e WHERE %s "
-        "ORDER BY e.rid" % (
-            "".join(", " + k for k in keys), " AND ".join(where)))
+    inner = "SELECT e.rid, e.path%s FROM pgcatalog_entries e WHERE %s" % (
+        "".join(", %s AS k%d" % (k, n) for n, k in enumerate(keys)),
+        " AND ".join(where))
+    plan.sql = "SELECT array_agg(s.rid ORDER BY s.rid), " \
+        "array_agg(s.path ORDER BY s.rid)%s FROM (%s) s" % (
+            "".join(", array_agg(s.k%d ORDER BY s.rid)" % n
+                    for n in range(len(keys))), inner)
     plan.params = key_params + params_where
     return plan

@@ -8,7 +8,6 @@ from Missing import MV
 from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
 
-from plone.pgcatalog import codec
 
 
 FIRST_WINDOW = 32
@@ -22,7 +21,8 @@ _META_SQL = (
 def load_metadata(tool, rids):
     """``{rid: (path, meta dict or None)}`` for ``rids`` (one statement);
     also fills the transaction's rid -> path cache."""
-    rows = tool._pgc_query(_META_SQL, (list(rids),))
+    rows = tool._pgc_session().execute(_META_SQL, (list(rids),),
+                                       binary=True).fetchall()
     paths = tool._pgc_path_cache()
     known = tool._pgc_known_paths()
     found = {}
@@ -35,15 +35,9 @@ def load_metadata(tool, rids):
 
 
 def make_brain(tool, klass, names, rid, meta, score=1, norm=1):
-    decode = codec.decode
     if meta:
         get = meta.get
-        values = []
-        for name in names:
-            value = get(name, MV)
-            if value is not MV and type(value) in (dict, list):
-                value = decode(value)
-            values.append(value)
+        values = [get(name, MV) for name in names]
     else:
         values = [MV] * len(names)
     values.append(rid)
@@ -104,4 +98,63 @@ def make_results(tool, rids, actual_result_count, scores=None):
         return LazyCat([])
     factory = BrainFactory(tool, rids, scores)
     return PGLazyMap(factory, rids, len(rids),
+                     actual_result_count=actual_result_count)
+
+
+class RelevanceOrder:
+    """The rids of a text search, put in relevance order on first use.
+
+    Until an item is read (``len()`` needs none), no score is computed."""
+
+    def __init__(self, tool, rids, sql, params):
+        self.tool = tool
+        self.rids = rids
+        self.sql = sql
+        self.params = params
+        self.ordered = None
+        self.scores = None
+
+    def order(self):
+        if self.ordered is None:
+            row = self.tool._pgc_session().execute(
+                self.sql, list(self.params) + [list(self.rids)],
+                binary=True).fetchone()
+            ordered = row[0] or []
+            top = row[2] or 0
+            self.scores = {
+                rid: (score, int(100.0 * score / top) if top else 1)
+                for rid, score in zip(ordered, row[1] or [])}
+            self.ordered = ordered
+        return self.ordered
+
+    def __getitem__(self, index):
+        return self.order()[index]
+
+    def __len__(self):
+        return len(self.rids)
+
+    def __iter__(self):
+        return iter(self.order())
+
+
+class RelevanceBrainFactory(BrainFactory):
+    """Brains of a relevance-ordered result (scores from the ordering)."""
+
+    def __init__(self, tool, order):
+        super().__init__(tool, order, scores={})
+        self.order = order
+
+    def __call__(self, rid):
+        if not self.scores:
+            self.order.order()
+            self.scores = self.order.scores
+        return super().__call__(rid)
+
+
+def make_relevance_results(tool, rids, actual_result_count, sql, params):
+    if not rids:
+        return LazyCat([]) if not actual_result_count else \
+            PGLazyMap(lambda rid: None, [], 0, actual_result_count)
+    order = RelevanceOrder(tool, rids, sql, params)
+    return PGLazyMap(RelevanceBrainFactory(tool, order), order, len(rids),
                      actual_result_count=actual_result_count)

@@ -10,6 +10,7 @@ unindexObject) buffers writes in the transaction's
 :class:`plone.pgcatalog.db.CatalogSession`.
 """
 import threading
+import time
 import uuid
 
 from AccessControl import ClassSecurityInfo
@@ -48,6 +49,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.query import compile_search
 from plone.pgcatalog.query import merge_query_args
 from plone.pgcatalog.results import empty_result
+from plone.pgcatalog.results import make_relevance_results
 from plone.pgcatalog.results import make_results
 from plone.pgcatalog.writer import DELETE
 from plone.pgcatalog.writer import Upsert
@@ -55,6 +57,9 @@ from plone.pgcatalog.writer import Upsert
 
 _cids = {}
 _cids_lock = threading.Lock()
+#: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
+_text_stats = {}
+TEXT_STATS_TTL = 30.0
 
 
 def safe_callable(ob):
@@ -253,7 +258,8 @@ class PGCatalogTool(UniqueObject, Folder):
         return self._pgc_search(query)
 
     def _pgc_search(self, query):
-        plan = compile_search(self._catalog, self._pgc_cid(), query)
+        plan = compile_search(self._catalog, self._pgc_cid(), query,
+                              text_stats=self._pgc_text_stats)
         if plan.empty:
             return empty_result()
         if plan.python_sort:
@@ -262,6 +268,9 @@ class PGCatalogTool(UniqueObject, Folder):
                                           binary=True).fetchone()
         count = row[0]
         rids = row[1] or []
+        if plan.score_sql is not None:
+            return make_relevance_results(self, rids, count, plan.score_sql,
+                                          plan.score_params)
         scores = None
         if plan.scored:
             raw_scores = row[2] or []
@@ -274,33 +283,60 @@ class PGCatalogTool(UniqueObject, Folder):
             rids = rids[plan.b_start:plan.b_start + plan.b_size]
         return make_results(self, rids, count, scores)
 
+    def _pgc_text_stats(self, name):
+        """``(documents, total words)`` of text index ``name`` (Okapi's
+        collection statistics), exact in a transaction with its own catalog
+        writes, else cached per process until this process commits catalog
+        writes or TEXT_STATS_TTL seconds pass (another process's writes)."""
+        session = self._pgc_session()
+        cid = self._pgc_cid()
+        key = (session.dsn, cid, name)
+        if not session.in_pg_txn and not session.pending:
+            found = _text_stats.get(key)
+            if found is not None and found[0] > time.monotonic() \
+                    and found[1] == db.commit_generation():
+                return found[2]
+        index = self._catalog.getIndex(name)
+        row = session.execute(
+            "SELECT count(*), coalesce(sum(%s), 0) FROM pgcatalog_text t "
+            "JOIN pgcatalog_entries e ON e.rid = t.rid WHERE e.cid = %%s "
+            "AND t.name = %%s" % index.pgc_doclen_sql("t.tsv"),
+            (cid, name)).fetchone()
+        stats = (int(row[0]), int(row[1]))
+        if not session.in_pg_txn:
+            _text_stats[key] = (time.monotonic() + TEXT_STATS_TTL,
+                                db.commit_generation(), stats)
+        return stats
+
     def _pgc_python_sorted(self, plan):
-        rows = self._pgc_session().execute(plan.sql, plan.params).fetchall()
-        keyed = []
-        positions = {}
+        """Sort matches in Python (GopipIndex positions come from the
+        folders), as ZCatalog's sortResults: entries without a key are left
+        out; one sort index orders (key, rid) pairs, several sort stably."""
+        row = self._pgc_session().execute(plan.sql, plan.params,
+                                          binary=True).fetchone()
+        rids = row[0] or []
+        paths = row[1] or []
+        sql_keys = iter(row[2:])
+        columns = []
         for index in plan.python_sort:
             if getattr(index, "pgc_python_sort", False):
-                positions[index.getId()] = index.pgc_positions(
-                    [row[1] for row in rows])
-        for row in rows:
-            key = []
-            for n, index in enumerate(plan.python_sort):
-                if getattr(index, "pgc_python_sort", False):
-                    # not in the map: left out, as ZCatalog's KeyError;
-                    # a None position (unordered folder) is a key
-                    value = positions[index.getId()].get(row[1], MISSING)
-                    if value is MISSING:
-                        break
-                    key.append(value)
-                else:
-                    key.append(row[2 + n])
+                pos = index.pgc_positions(paths)
+                columns.append([pos.get(p, MISSING) for p in paths])
             else:
-                keyed.append((key, row[0]))
-        # stable multi-pass sort: last key first, each with its direction
-        for n in reversed(range(len(plan.python_sort))):
-            keyed.sort(key=lambda item: _sortable(item[0][n]),
-                       reverse=plan.reverse[n])
-        rids = [rid for _, rid in keyed]
+                columns.append(next(sql_keys) or [])
+        if len(columns) == 1:
+            keyed = [(_sortable(k), rid) for k, rid in zip(columns[0], rids)
+                     if k is not MISSING]
+            keyed.sort(reverse=plan.reverse[0])
+            rids = [rid for _, rid in keyed]
+        else:
+            keyed = [(keys, rid) for keys, rid in zip(zip(*columns), rids)
+                     if MISSING not in keys]
+            # stable multi-pass sort: last key first, each with its direction
+            for n in reversed(range(len(columns))):
+                keyed.sort(key=lambda item: _sortable(item[0][n]),
+                           reverse=plan.reverse[n])
+            rids = [rid for _, rid in keyed]
         count = len(rids)
         if plan.b_size is not None:
             rids = rids[plan.b_start:plan.b_start + plan.b_size]

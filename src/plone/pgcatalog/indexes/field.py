@@ -6,8 +6,9 @@ from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.schema import index_name
 
 
-class PGFieldIndex(PGIndex, FieldIndex):
-    """FieldIndex whose values live in ``idx[name]``."""
+class ValueIndex(PGIndex):
+    """One value per document under ``idx[name]``, UnIndex query semantics
+    (query, range, not), Python ordering for sorting."""
 
     def pgc_extract(self, obj):
         return common.datum(self, obj)
@@ -17,6 +18,10 @@ class PGFieldIndex(PGIndex, FieldIndex):
 
     def pgc_sort(self, qc):
         return common.sort_sql(self), self.pgc_present_sql()
+
+
+class PGFieldIndex(ValueIndex, FieldIndex):
+    """FieldIndex whose values live in ``idx[name]``."""
 
     def pgc_ddl(self, table):
         name = self.getId()

@@ -14,6 +14,11 @@ def stored(value):
     kind = type(value)
     if kind is str or kind is bool:
         return value
+    if isinstance(value, str):
+        # str subclasses (zope.i18nmessageid Message: the ``Type`` index)
+        # compare as plain strings in ZCatalog's BTrees: store them as
+        # JSON strings, or ``Type="Page"`` would find nothing
+        return str(value)
     if kind is int:
         return value if -2**63 <= value < 2**63 else _codec_encode(value)
     if kind is float:
@@ -75,8 +80,10 @@ def compare_sql(expr, text_expr, value, op, qc):
         return "(jsonb_typeof(%s) = 'boolean' AND %s %s %s::jsonb)" % (
             expr, expr, op, qc.param(jsonb(value)))
     if isinstance(value, (int, float)):
-        return "(jsonb_typeof(%s) = 'number' AND (%s)::numeric %s %s)" % (
-            expr, expr, op, qc.param(value))
+        # CASE, not AND: PostgreSQL may evaluate the cast before the type
+        # test, and casting a JSON string to numeric is an error
+        return ("(CASE WHEN jsonb_typeof(%s) = 'number' THEN (%s)::numeric "
+                "END %s %s)" % (expr, expr, op, qc.param(value)))
     return "(%s %s %s::jsonb)" % (expr, op, qc.param(jsonb(value)))
 
 
@@ -88,6 +95,9 @@ def value_where(index, iq, qc, convert=None):
     convert = convert or (lambda v: index._convert(v))
     not_parm = iq.get("not", None)
     keys = iq.keys
+    if not keys and not_parm:
+        return not_only_sql(index, [convert(v) for v in not_parm],
+                            bool(iq.get("range", None)), qc, eq_any_sql)
     parts = []
     if not_parm:
         not_values = [jsonb(convert(v)) for v in not_parm if v is not None]
@@ -122,6 +132,37 @@ def value_where(index, iq, qc, convert=None):
     if not parts:
         return "TRUE"
     return " AND ".join(parts)
+
+
+def eq_any_sql(index, alias, values, qc):
+    """The entry ``alias`` has one of ``values`` (stored form) in index."""
+    expr = "(%s.idx -> %s)" % (alias, index._pgc_key_literal)
+    return "%s = ANY(%s::jsonb[])" % (expr, qc.param([jsonb(v)
+                                                       for v in values]))
+
+
+def not_only_sql(index, not_values, has_range, qc, any_sql):
+    """``{"not": ...}`` without query values, as ``UnIndex.query_index``.
+
+    ZCatalog starts from every catalogued document and subtracts the
+    documents having an excluded value - unless no document at all has
+    one: then it takes the union of all the index's values instead, i.e.
+    only the documents *with* a value (an index without values gives
+    nothing).  With a range option it always takes that second path.
+    ``any_sql(index, alias, values, qc)`` is the kind's "entry ``alias``
+    has one of ``values``" condition (None values are never keys)."""
+    from plone.pgcatalog import schema
+    present = index.pgc_present_sql()
+    values = [v for v in not_values if v is not None]
+    if not values:
+        return present
+    excluded = any_sql(index, "e", values, qc)
+    if has_range:
+        return "%s AND (%s) IS NOT TRUE" % (present, excluded)
+    excluded_x = any_sql(index, "x", values, qc)
+    return ("(%s) IS NOT TRUE AND (%s OR EXISTS (SELECT 1 FROM %s x WHERE "
+            "x.cid = e.cid AND %s))" % (excluded, present, schema.ENTRIES,
+                                        excluded_x))
 
 
 def sort_sql(index):

@@ -25,7 +25,11 @@ class PGGopipIndex(PGIndex, GopipIndex):
         return MISSING
 
     def pgc_where(self, iq, qc):
-        return None
+        # ZCatalog: GopipIndex._apply_index answers None, which
+        # Catalog._search_index takes for an empty result: a query naming
+        # this index finds nothing.
+        from plone.pgcatalog.indexes.base import NO_MATCH
+        return NO_MATCH
 
     def pgc_positions(self, paths):
         """``{path: position}`` for catalog paths, as GopipIndex computes."""

@@ -30,6 +30,10 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         expr = self.pgc_key_sql()
         parts = []
         not_parm = iq.get("not", None)
+        if not iq.keys and not_parm:
+            return common.not_only_sql(self, list(not_parm),
+                                       bool(iq.get("range", None)), qc,
+                                       _keyword_any_sql)
         if not_parm:
             values = [v for v in not_parm if v is not None]
             if values:
@@ -64,13 +68,24 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
             return NO_MATCH
         return " AND ".join(parts) if parts else "TRUE"
 
-    def _any_sql(self, values, qc):
-        expr = self.pgc_key_sql()
+    def _any_sql(self, values, qc, alias="e"):
+        expr = "(%s.idx -> %s)" % (alias, self._pgc_key_literal)
         if all(isinstance(v, str) for v in values):
             return "%s ?| %s::text[]" % (expr, qc.param(list(values)))
         return "(%s)" % " OR ".join(
             "%s @> %s::jsonb" % (expr, qc.param(common.jsonb([v])))
             for v in values)
+
+    def pgc_sort(self, qc):
+        # ZCatalog sorts by the keyword lists of documentToKeyMap, compared
+        # as Python lists (element-wise, code point order, a prefix first);
+        # jsonb would compare arrays by length first.  Ours are stored
+        # sorted.
+        expr = self.pgc_key_sql()
+        return ("(ARRAY(SELECT t.v FROM jsonb_array_elements_text(CASE WHEN "
+                "jsonb_typeof(%s) = 'array' THEN %s END) WITH ORDINALITY "
+                "AS t(v, n) ORDER BY t.n) COLLATE \"C\")" % (expr, expr),
+                self.pgc_present_sql())
 
     def pgc_ddl(self, table):
         return [
@@ -78,3 +93,7 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
                 self.pgc_compose(index_name("keyword", self.getId())), table,
                 self._pgc_key_literal),
         ]
+
+
+def _keyword_any_sql(index, alias, values, qc):
+    return index._any_sql(values, qc, alias)

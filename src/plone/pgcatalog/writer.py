@@ -2,8 +2,9 @@
 
 An operation is either :class:`Delete` or :class:`Upsert`.  The operations of
 one entry are folded into at most a delete and an upsert
-(:func:`fold`), then every entry is written in ``(cid, path)`` order inside
-one pipeline: one network round trip for the whole batch.
+(:func:`fold`), then every entry is written, in the order it was first
+catalogued (its rows locked first in ``(cid, path)`` order), inside one
+pipeline: one network round trip for the whole batch.
 """
 import orjson
 
@@ -166,13 +167,30 @@ def upsert_params(cid, path, op):
         params
 
 
+_LOCK_SQL = """
+    SELECT 1 FROM pgcatalog_entries WHERE cid = %s AND path = ANY(%s)
+    ORDER BY path FOR UPDATE"""
+
+
 class Writer:
-    """Writes folded operations, sorted by entry, in one pipeline."""
+    """Writes folded operations in one pipeline.
+
+    The batch's existing rows are locked first, in ``(cid, path)`` order, so
+    concurrent transactions lock catalog rows in the same order and cannot
+    deadlock on them; then entries are written in the order they were first
+    catalogued, so new entries get their rids in indexing order as in
+    ZCatalog (whose sorted results order ties by rid)."""
 
     def apply(self, conn, ops):
+        paths = {}
+        for cid, path in ops:
+            paths.setdefault(cid, []).append(path)
         with conn.pipeline():
             cur = conn.cursor()
-            for (cid, path) in sorted(ops):
+            for cid in sorted(paths):
+                cur.execute(_LOCK_SQL, (cid, sorted(paths[cid])),
+                            prepare=True)
+            for (cid, path) in ops:
                 delete_first, upsert = fold(ops[(cid, path)])
                 if delete_first:
                     cur.execute(_DELETE_SQL, (cid, path), prepare=True)

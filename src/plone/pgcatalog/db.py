@@ -15,7 +15,9 @@ if the catalog write fails, the ZODB transaction aborts before any storage
 has committed.  Savepoints map to PostgreSQL savepoints plus a copy of the
 buffer.  Writes are applied in (catalog, path) order so concurrent
 transactions lock catalog rows in the same order and cannot deadlock on
-them; serialization failures surface as ``ConflictError`` so Zope retries.
+them (the existing rows of a batch are locked in (catalog, path) order,
+then written in cataloguing order); serialization failures, deadlocks and
+lock timeouts surface as ``ConflictError`` so Zope retries.
 """
 import logging
 import threading
@@ -354,6 +356,8 @@ class SessionSavepoint:
                 session.in_pg_txn = False
         session.pending.restore(self.snapshot)
         session.counter_flushed = dict(self.counter_flushed)
+        # rid -> path and "has metadata" facts may describe rolled-back rows
+        session.cache.clear()
 
 
 def _forget_session(txn):

@@ -1,0 +1,384 @@
+"""Run another package's unmodified test suite on plone.pgcatalog.
+
+``pgcatalog-testrunner`` is zope.testrunner with plone.app.testing's
+``PloneFixture`` (``PLONE_FIXTURE``, the base of every Plone test layer)
+extended so that the test site's ``portal_catalog`` is plone.pgcatalog's::
+
+    pgcatalog-testrunner --package Products.CMFPlone -t testCatalogTool
+    pgcatalog-testrunner --package plone.app.querystring
+    pgcatalog-testrunner --stock --package plone.app.querystring  # baseline
+
+What the patched fixture does, on top of what it always did:
+
+* ``setUp`` creates a fresh PostgreSQL database (on ``PGCATALOG_DSN``'s
+  server, or on a private embedded one) and points ``PGCATALOG_DSN`` at it;
+  ``tearDown`` drops it;
+* ``setUpZCML`` also loads plone.pgcatalog's ZCML;
+* ``setUpDefaultContent``, once the site exists, applies the
+  ``plone.pgcatalog:default`` profile (which swaps the tool and indexes all
+  content), so every layer built on the fixture sees the PostgreSQL catalog.
+
+Catalog isolation follows ZODB's: every ``plone.testing.zodb.stackDemoStorage``
+(layer set-up, each functional test) also snapshots the catalog rows, and
+closing that stacked database (layer tear-down, functional test tear-down)
+restores them, so what a layer or a test committed to the catalog goes away
+exactly when its ZODB changes do. Integration tests abort their transaction,
+and the catalog's PostgreSQL transaction with it.
+
+Options of this runner (everything else goes to zope.testrunner unchanged;
+``--test-path`` is added for each ``--package`` unless one is given):
+
+``--stock``           run on stock ZCatalog (no patches): the baseline
+``--no-exclusions``   do not skip the tests listed in ``EXCLUSIONS``
+``--exclude REGEX``   skip more tests (REGEX is searched in zope.testrunner's
+                      test name, "method (package.module.Class.method)")
+``--list-exclusions`` print ``EXCLUSIONS`` with their reasons and exit
+
+The exit status is zope.testrunner's: non-zero when a test failed.
+"""
+import atexit
+import importlib
+import os
+import sys
+from pathlib import Path
+
+
+MODE_ENV = "PGCATALOG_TESTRUNNER_MODE"
+PROFILE = "plone.pgcatalog:default"
+
+# Tests skipped by default: (test id, kind, reason). A test id is
+# "package.module.Class.method". Kinds:
+# "zcatalog-internals": the test asserts how ZCatalog is built (its BTrees,
+#     the concrete classes of its indexes) rather than what it answers;
+#     plone.pgcatalog by design differs there (results are the same);
+# "fails-on-stock": the test fails on stock ZCatalog too (with the Plone
+#     version this runner is tested against), so it says nothing about the
+#     catalog. Skipped in --stock mode as well.
+_CLASS_NAME_REASON = (
+    "asserts the index's concrete class name (ZCatalog's index class); "
+    "plone.pgcatalog serves each index type by a subclass keeping its data "
+    "in PostgreSQL (PGDateIndex is-a DateIndex, same meta_type and "
+    "options, same query results), so the name differs by design")
+_PASTE_REASON = (
+    "makes the catalog pasteable by patching the class "
+    "Products.CMFPlone.CatalogTool.CatalogTool (__replaceable__); "
+    "portal_catalog is plone.pgcatalog's tool, which that patch does not "
+    "reach, so the paste is refused as for any unique tool (with the same "
+    "patch applied to PGCatalogTool the paste works, lexicons included)")
+
+EXCLUSIONS = [
+    ("Products.CMFPlone.tests.testNavigationView.TestCatalogPortalTabs."
+     "testCreateTopLevelTabs",
+     "fails-on-stock",
+     "expects 7 top-level tabs, a count from an older default content set; "
+     "with Plone 6.2's fixtures the view returns 5 tabs on stock ZCatalog "
+     "as on plone.pgcatalog"),
+] + [
+    ("Products.CMFPlone.tests.testCatalogTool.TestCatalogSetup." + name,
+     "zcatalog-internals", _CLASS_NAME_REASON)
+    for name in (
+        "testSearchableTextIsZCTextIndex", "testDescriptionIsZCTextIndex",
+        "testTitleIsZCTextIndex", "testPathIsExtendedPathIndex",
+        "testGetObjPositionInParentIsGopipIndex", "testDateIsDateIndex",
+        "testCreatedIsDateIndex", "testEffectiveIsDateIndex",
+        "testEndIsDateRecurringIndex", "testExpiresIsDateIndex",
+        "testModifiedIsDateIndex", "testStartIsDateRecurringIndex",
+        "testEffectiveRangeIsDateRangeIndex",
+        "testSortable_TitleIsFieldIndex",
+        "testIs_Default_PageIsBooleanIndex")
+] + [
+    ("Products.CMFPlone.tests.testCatalogTool.TestCatalogBugs." + name,
+     "zcatalog-internals", _PASTE_REASON)
+    for name in ("testCanPasteCatalog",
+                 "testPastingCatalogPreservesTextIndexes")
+]
+
+
+def id_pattern(test_id):
+    """The zope.testrunner ``-t`` regex selecting exactly ``test_id``.
+
+    zope.testrunner matches ``-t`` against ``str(test)``, which is
+    ``"method (package.module.Class.method)"`` (Python >= 3.11) or
+    ``"method (package.module.Class)"``."""
+    import re
+    module_class, _, method = test_id.rpartition(".")
+    return r"^%s \(%s(\.%s)?\)$" % (
+        re.escape(method), re.escape(module_class), re.escape(method))
+
+
+# -- the patches ------------------------------------------------------------
+
+_live_databases = []
+
+
+def _current_dsn():
+    return os.environ.get("PGCATALOG_DSN")
+
+
+def _snapshot():
+    """(dsn, rows) of the catalog database in use, or None without one."""
+    dsn = _current_dsn()
+    if not dsn or dsn not in _live_databases:
+        return None
+    from plone.pgcatalog import testing
+    return dsn, testing.snapshot()
+
+
+def _restore(state):
+    if state is None:
+        return
+    dsn, rows = state
+    if dsn != _current_dsn() or dsn not in _live_databases:
+        return  # its database is gone already: nothing to put back
+    from plone.pgcatalog import testing
+    testing.restore(rows)
+
+
+def _patched_stack(orig):
+    def stackDemoStorage(db=None, name=None):
+        new = orig(db, name)
+        state = _snapshot()
+        if state is not None:
+            close = new.close
+
+            def close_and_restore(*args, **kw):
+                try:
+                    return close(*args, **kw)
+                finally:
+                    if new.__dict__.pop("_pgcatalog_state", None) is not None:
+                        _restore(state)
+
+            new._pgcatalog_state = state
+            new.close = close_and_restore
+        return new
+    stackDemoStorage.__doc__ = orig.__doc__
+    stackDemoStorage._pgcatalog_original = orig
+    return stackDemoStorage
+
+
+def _database_up(layer):
+    from plone.pgcatalog.testing import PGDatabaseLayer
+    database = PGDatabaseLayer()
+    database.setUp()
+    _live_databases.append(database.dsn)
+    layer._pgcatalog_database = database
+
+
+def _database_down(layer):
+    database = layer.__dict__.pop("_pgcatalog_database", None)
+    if database is None:
+        return
+    if database.dsn in _live_databases:
+        _live_databases.remove(database.dsn)
+    database.tearDown()
+
+
+def install_patches():
+    """Make PloneFixture (and every layer on it) use plone.pgcatalog.
+
+    Idempotent. Called by ``main``; call it yourself (before layers are set
+    up) to get the same behaviour under another test runner.
+    """
+    from plone.app.testing.layers import PloneFixture
+    from plone.testing import zodb
+
+    if PloneFixture.__dict__.get("_pgcatalog_patched"):
+        return
+    PloneFixture._pgcatalog_patched = True
+
+    zodb.stackDemoStorage = _patched_stack(zodb.stackDemoStorage)
+
+    orig_setUp = PloneFixture.setUp
+    orig_tearDown = PloneFixture.tearDown
+    orig_setUpZCML = PloneFixture.setUpZCML
+    orig_setUpDefaultContent = PloneFixture.setUpDefaultContent
+
+    def setUp(self):
+        # The database first: the fixture's own stacked DemoStorage then
+        # snapshots the (empty) catalog and empties it again when popped.
+        _database_up(self)
+        try:
+            orig_setUp(self)
+        except BaseException:
+            _database_down(self)
+            raise
+
+    def tearDown(self):
+        try:
+            orig_tearDown(self)
+        finally:
+            _database_down(self)
+
+    def setUpZCML(self):
+        orig_setUpZCML(self)
+        from zope.configuration import xmlconfig
+        import plone.pgcatalog
+        xmlconfig.file("configure.zcml", plone.pgcatalog,
+                       context=self["configurationContext"])
+
+    def setUpDefaultContent(self, app):
+        orig_setUpDefaultContent(self, app)
+        from plone.app.testing import applyProfile
+        from plone.app.testing.interfaces import PLONE_SITE_ID
+        from zope.component.hooks import getSite
+        from zope.component.hooks import setHooks
+        from zope.component.hooks import setSite
+        portal = app[PLONE_SITE_ID]
+        setHooks()
+        site = getSite()
+        setSite(portal)
+        try:
+            applyProfile(portal, PROFILE)
+        finally:
+            setSite(site)
+        from Acquisition import aq_base
+        from plone.pgcatalog.tool import PGCatalogTool
+        if not isinstance(aq_base(portal["portal_catalog"]), PGCatalogTool):
+            raise RuntimeError("%s did not install plone.pgcatalog" % PROFILE)
+
+    PloneFixture.setUp = setUp
+    PloneFixture.tearDown = tearDown
+    PloneFixture.setUpZCML = setUpZCML
+    PloneFixture.setUpDefaultContent = setUpDefaultContent
+
+
+# -- command line -----------------------------------------------------------
+
+def _option_values(args, names):
+    """Values of options ``names`` (``-s X``, ``--package X``,
+    ``--package=X``) in zope.testrunner arguments."""
+    values = []
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                values.append(args[i + 1])
+            elif name.startswith("--") and arg.startswith(name + "="):
+                values.append(arg[len(name) + 1:])
+            elif (not name.startswith("--") and arg.startswith(name)
+                  and len(arg) > len(name)):
+                values.append(arg[len(name):])
+    return values
+
+
+def test_path_for(package):
+    """The directory to give zope.testrunner as ``--test-path`` so that
+    ``package`` (dotted name, importable) is found in it."""
+    module = importlib.import_module(package)
+    if getattr(module, "__file__", None):
+        directory = Path(module.__file__).resolve().parent
+    else:  # a namespace package: its first portion
+        directory = Path(list(module.__path__)[0]).resolve()
+    return str(directory.parents[package.count(".")])
+
+
+def build_args(args, exclusions=True, extra_excludes=(), stock=False):
+    """zope.testrunner arguments for this runner's ``args``."""
+    args = list(args)
+    out = []
+    has_path = any(a in ("--test-path", "--path") or
+                   a.startswith(("--test-path=", "--path="))
+                   for a in args)
+    if not has_path:
+        seen = []
+        for package in _option_values(args, ("--package", "-s")):
+            path = test_path_for(package)
+            if path not in seen:
+                seen.append(path)
+                out += ["--test-path", path]
+    if exclusions:
+        for test_id, kind, _reason in EXCLUSIONS:
+            if stock and kind != "fails-on-stock":
+                continue
+            out += ["-t", "!" + id_pattern(test_id)]
+    for pattern in extra_excludes:
+        out += ["-t", "!" + pattern]
+    return out + args
+
+
+def _print_exclusions(out=None):
+    import textwrap
+    for test_id, kind, reason in EXCLUSIONS:
+        print("%s\n  [%s]\n%s" % (test_id, kind, textwrap.fill(
+            reason, initial_indent="    ", subsequent_indent="    ")),
+            file=out or sys.stdout)
+
+
+def _drop_leftovers():
+    # Databases of layers never torn down (interrupted run): drop them.
+    from plone.pgcatalog import db
+    from plone.pgcatalog import pgserver
+    for dsn in list(_live_databases):
+        try:
+            db.close_pools()
+            pgserver.drop_database(dsn)
+        except Exception:  # pragma: no cover - best effort at exit
+            pass
+
+
+def main(argv=None):
+    argv = list(sys.argv if argv is None else argv)
+    import zope.testrunner
+    script_parts = ["-m", "plone.pgcatalog.testrunner"]
+
+    if len(argv) > 1 and argv[1] == "--resume-layer":
+        # A layer zope.testrunner runs in a subprocess (or -j): the arguments
+        # are the ones main() built for the parent; run in the same mode.
+        if os.environ.get(MODE_ENV) != "stock":
+            install_patches()
+            atexit.register(_drop_leftovers)
+        zope.testrunner.run(args=argv, script_parts=script_parts)
+        return
+
+    args = argv[1:]
+    stock = exclusions_off = False
+    extra = []
+    rest = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--stock":
+            stock = True
+        elif arg == "--no-exclusions":
+            exclusions_off = True
+        elif arg == "--exclude" and i + 1 < len(args):
+            i += 1
+            extra.append(args[i])
+        elif arg.startswith("--exclude="):
+            extra.append(arg[len("--exclude="):])
+        elif arg == "--list-exclusions":
+            _print_exclusions()
+            return 0
+        elif arg in ("-h", "--help"):
+            print(__doc__)
+            rest.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+
+    zargs = build_args(rest, exclusions=not exclusions_off,
+                       extra_excludes=extra, stock=stock)
+    if stock:
+        os.environ[MODE_ENV] = "stock"
+        print("pgcatalog-testrunner: stock ZCatalog (no patches)")
+    else:
+        os.environ[MODE_ENV] = "pgcatalog"
+        from plone.pgcatalog import pgserver
+        # Resolve the server once: layers run in subprocesses inherit it.
+        os.environ[pgserver.ENV_DSN] = pgserver.server_dsn()
+        install_patches()
+        atexit.register(_drop_leftovers)
+        print("pgcatalog-testrunner: portal_catalog is plone.pgcatalog")
+    if not exclusions_off:
+        skipped = [e for e in EXCLUSIONS
+                   if not stock or e[1] == "fails-on-stock"]
+        if skipped:
+            print("Skipping %d known test(s) (--list-exclusions for why):"
+                  % len(skipped))
+            for test_id, kind, _reason in skipped:
+                print("  [%s] %s" % (kind, test_id))
+    sys.stdout.flush()
+    zope.testrunner.run(args=[argv[0]] + zargs, script_parts=script_parts)
+
+
+if __name__ == "__main__":
+    main()

@@ -121,31 +121,34 @@ class UnIndexDateQuery:
 
 
 class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
-    """DateIndex whose minute integers live in ``idx[name]``."""
+    """DateIndex whose minute integers live in ``idx[name]``.
+
+    Queries and sorting read the value as ``bigint`` (comparing and sorting
+    numbers is several times cheaper than comparing jsonb values), served
+    by a B-tree on ``(cid, ((idx -> name)::bigint))``."""
 
     def pgc_extract(self, obj):
         return common.datum(self, obj)
+
+    def _pgc_expr(self, alias="e"):
+        return "((%s.idx -> %s)::bigint)" % (alias, self._pgc_key_literal)
 
     # -- value SQL (one number per document) --------------------------------
     def _pgc_any_sql(self, expr, values, qc):
         values = sorted(set(values))
         if len(values) == 1:
-            return "%s = %s::jsonb" % (expr, qc.param(json_int(values[0])))
-        return "%s = ANY(%s::jsonb[])" % (
-            expr, qc.param([json_int(v) for v in values]))
+            return "%s = %s::bigint" % (expr, qc.param(int(values[0])))
+        return "%s = ANY(%s::bigint[])" % (
+            expr, qc.param([int(v) for v in values]))
 
     def _pgc_range_sql(self, expr, lo, hi, qc):
         conds = []
         if lo is not None:
-            conds.append("%s >= %s::jsonb" % (expr, qc.param(json_int(lo))))
+            conds.append("%s >= %s::bigint" % (expr, qc.param(int(lo))))
         if hi is not None:
-            conds.append("%s <= %s::jsonb" % (expr, qc.param(json_int(hi))))
+            conds.append("%s <= %s::bigint" % (expr, qc.param(int(hi))))
         if not conds:
             return self.pgc_present_sql()
-        if lo is None or hi is None:
-            # jsonb orders null/strings below and booleans/containers above
-            # numbers: keep to numbers (all we store) explicitly.
-            conds.append("jsonb_typeof(%s) = 'number'" % expr)
         return "(%s)" % " AND ".join(conds)
 
     def _pgc_lookup(self, value):
@@ -156,14 +159,14 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
 
     # -- sorting, decoding, DDL -------------------------------------------
     def pgc_sort(self, qc):
-        return self.pgc_key_sql(), self.pgc_present_sql()
+        return self._pgc_expr(), self.pgc_present_sql()
 
     def pgc_decode(self, value):
         return value
 
     def pgc_ddl(self, table):
         return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
-                self.pgc_compose(index_name("date", self.getId())), table,
-                self._pgc_key_literal),
+            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx -> %s)::bigint))"
+            % (self.pgc_compose(index_name("datebigint", self.getId())),
+               table, self._pgc_key_literal),
         ]

@@ -5,6 +5,7 @@ with Plone's ``plone_lexicon`` pipeline and a stop-word lexicon) and by
 PGZCTextIndex (rows in PostgreSQL); generated queries must give the same
 set of paths, the same Okapi scores and the same exceptions.
 """
+import json
 import pickle
 import random
 
@@ -166,10 +167,12 @@ def env():
                     value = pgidx[name].pgc_extract(doc)
                     if value is MISSING:
                         continue
-                    rows.append((rid, name, value))
+                    rows.append((rid, name, str(value), value.dl,
+                                 json.dumps(value.tf)))
+            # the columns plone.pgcatalog's writer fills (see writer.py)
             cur.executemany(
-                "INSERT INTO pgcatalog_text (rid, name, tsv) "
-                "VALUES (%s, %s, %s::tsvector)", rows)
+                "INSERT INTO pgcatalog_text (rid, name, tsv, dl, tf) "
+                "VALUES (%s, %s, %s::tsvector, %s, %s::jsonb)", rows)
     conn.execute("ANALYZE")
     yield dict(cat=cat, pg=pgidx, conn=conn, cid=cid, docs=docs)
     conn.close()

@@ -69,6 +69,8 @@ BASE_DDL = [
         rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
         name text NOT NULL,
         tsv tsvector NOT NULL,
+        dl integer,
+        tf jsonb,
         PRIMARY KEY (rid, name)
     )""",
 ]

@@ -118,10 +118,12 @@ _TEXT_DELETE_NAMED = """
            WHERE t.rid = e.rid AND t.name = ANY(%s::text[]))"""
 
 _TEXT_UPSERT = """
-    ti AS (INSERT INTO pgcatalog_text (rid, name, tsv)
-           SELECT e.rid, v.name, v.tsv::tsvector
-           FROM e, unnest(%s::text[], %s::text[]) AS v(name, tsv)
-           ON CONFLICT (rid, name) DO UPDATE SET tsv = EXCLUDED.tsv)"""
+    ti AS (INSERT INTO pgcatalog_text (rid, name, tsv, dl, tf)
+           SELECT e.rid, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb
+           FROM e, unnest(%s::text[], %s::text[], %s::int[], %s::text[])
+               AS v(name, tsv, dl, tf)
+           ON CONFLICT (rid, name) DO UPDATE SET tsv = EXCLUDED.tsv,
+               dl = EXCLUDED.dl, tf = EXCLUDED.tf)"""
 
 _sql_cache = {}
 
@@ -161,8 +163,13 @@ def upsert_params(cid, path, op):
     text_upsert = bool(op.text_set)
     if text_upsert:
         names = list(op.text_set)
+        values = [op.text_set[name] for name in names]
         params.append(names)
-        params.append([op.text_set[name] for name in names])
+        params.append([str(v) for v in values])
+        params.append([getattr(v, "dl", None) for v in values])
+        params.append([None if getattr(v, "tf", None) is None
+                       else orjson.dumps(v.tf).decode("utf-8")
+                       for v in values])
     return upsert_statement(op.full, has_meta, text_delete, text_upsert), \
         params
 

@@ -181,16 +181,27 @@ def quote_lexeme(lex):
     return "'" + lex.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+class TextValue(str):
+    """A ``pgc_extract`` value: the tsvector input text, carrying the
+    document length ``dl`` and the term frequencies ``tf`` (lexeme ->
+    count) the writer stores beside it for cheap Okapi scoring."""
+
+    dl = None
+    tf = None
+
+
 def tsvector_literal(words):
     """tsvector input text for a word list, positions 1..n (plus the
-    document length marker)."""
+    document length marker), as a :class:`TextValue`."""
     words = list(words)
+    tf = {}
     dl = min(len(words), _DL_BASE * _DL_BASE - 1)
     positions = {DL_MARK: [dl // _DL_BASE + 1, _DL_BASE + 1 + dl % _DL_BASE]}
     used = 1
     for i, word in enumerate(words):
         lex = lexeme(word)
         pos = i + 1 if i < MAX_POSITION else MAX_POSITION
+        tf[lex] = tf.get(lex, 0) + 1
         found = positions.get(lex)
         if found is None:
             size = len(lex.encode("utf-8", "surrogatepass"))
@@ -200,9 +211,12 @@ def tsvector_literal(words):
             positions[lex] = [pos]
         elif len(found) < MAX_POSITIONS_PER_WORD and found[-1] != pos:
             found.append(pos)
-    return " ".join(
+    value = TextValue(" ".join(
         "%s:%s" % (quote_lexeme(lex), ",".join(map(str, found)))
-        for lex, found in positions.items())
+        for lex, found in positions.items()))
+    value.dl = len(words)
+    value.tf = {lex: n for lex, n in tf.items() if lex in positions}
+    return value
 
 
 # The marker sorts first (only the empty word's lexeme sorts before it).
@@ -603,6 +617,15 @@ class _Scorer:
 
     def build(self, node):
         score = self.score(node)
+        if not self.globs:
+            # term frequencies and length stored beside the tsvector
+            cols = ["t.dl::float8 AS dl"] + [
+                "(t.tf ->> %s)::float8 AS f%d" % (_literal(lex), col)
+                for lex, col in self.words.items()]
+            return (
+                "(SELECT %s FROM %s t CROSS JOIN LATERAL (SELECT %s) s "
+                "WHERE t.rid = e.rid AND t.name = %s)" % (
+                    score, schema.TEXT, ", ".join(cols), self.name_sql))
         wanted = "ARRAY[%s]::text[]" % ", ".join(
             _literal(lex) for lex in [DL_MARK] + list(self.words))
         lateral = ""
@@ -805,6 +828,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     def pgc_doclen_sql(self, tsv="t.tsv"):
         """SQL: the word count (Okapi document length) of a stored row
         (``%`` free: usable with or without parameters)."""
+        alias = tsv.split(".")[0] if "." in tsv else None
+        if alias:
+            return "coalesce(%s.dl, %s)" % (alias, dl_sql(tsv))
         return dl_sql(tsv)
 
     def pgc_unique_words_sql(self):

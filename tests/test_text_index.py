@@ -167,12 +167,12 @@ def env():
                     value = pgidx[name].pgc_extract(doc)
                     if value is MISSING:
                         continue
-                    rows.append((rid, name, str(value), value.dl,
+                    rows.append((rid, cid, name, str(value), value.dl,
                                  json.dumps(value.tf)))
             # the columns plone.pgcatalog's writer fills (see writer.py)
             cur.executemany(
-                "INSERT INTO pgcatalog_text (rid, name, tsv, dl, tf) "
-                "VALUES (%s, %s, %s::tsvector, %s, %s::jsonb)", rows)
+                "INSERT INTO pgcatalog_text (rid, cid, name, tsv, dl, tf) "
+                "VALUES (%s, %s, %s, %s::tsvector, %s, %s::jsonb)", rows)
     conn.execute("ANALYZE")
     yield dict(cat=cat, pg=pgidx, conn=conn, cid=cid, docs=docs)
     conn.close()

@@ -250,11 +250,12 @@ def _scored_sql(plan, where_sql, params_where, qc):
         plan.sql = ("SELECT count(*), array_agg(e.rid ORDER BY e.rid DESC) "
                     "FROM pgcatalog_entries e WHERE %s" % where_sql)
         plan.params = params_where
+        # scores computed once per row (OFFSET 0 keeps the subquery from
+        # being flattened into several evaluations); ordered in Python
         plan.score_sql = (
-            "SELECT array_agg(s.rid ORDER BY s.score DESC, s.rid DESC), "
-            "array_agg(s.score ORDER BY s.score DESC, s.rid DESC), "
-            "max(s.score) FROM (SELECT e.rid, (%s)::float8 AS score "
-            "FROM pgcatalog_entries e WHERE e.rid = ANY(%%s)) s" % rank)
+            "SELECT array_agg(s.rid), array_agg(s.score) FROM (SELECT e.rid, "
+            "(%s)::float8 AS score FROM pgcatalog_entries e "
+            "WHERE e.rid = ANY(%%s) OFFSET 0) s" % rank)
         plan.score_params = rank_params
 
 

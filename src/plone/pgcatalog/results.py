@@ -119,12 +119,15 @@ class RelevanceOrder:
             row = self.tool._pgc_session().execute(
                 self.sql, list(self.params) + [list(self.rids)],
                 binary=True).fetchone()
-            ordered = row[0] or []
-            top = row[2] or 0
+            pairs = list(zip(row[1] or [], row[0] or []))
+            # relevance descending, equal scores newest rid first (as
+            # ZCatalog's byValue)
+            pairs.sort(reverse=True)
+            top = pairs[0][0] if pairs else 0
             self.scores = {
                 rid: (score, int(100.0 * score / top) if top else 1)
-                for rid, score in zip(ordered, row[1] or [])}
-            self.ordered = ordered
+                for score, rid in pairs}
+            self.ordered = [rid for _, rid in pairs]
         return self.ordered
 
     def __getitem__(self, index):

@@ -67,6 +67,7 @@ BASE_DDL = [
     )""",
     """CREATE TABLE IF NOT EXISTS pgcatalog_text (
         rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
+        cid integer NOT NULL,
         name text NOT NULL,
         tsv tsvector NOT NULL,
         dl integer,

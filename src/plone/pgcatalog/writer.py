@@ -118,8 +118,8 @@ _TEXT_DELETE_NAMED = """
            WHERE t.rid = e.rid AND t.name = ANY(%s::text[]))"""
 
 _TEXT_UPSERT = """
-    ti AS (INSERT INTO pgcatalog_text (rid, name, tsv, dl, tf)
-           SELECT e.rid, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb
+    ti AS (INSERT INTO pgcatalog_text (rid, cid, name, tsv, dl, tf)
+           SELECT e.rid, %s, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb
            FROM e, unnest(%s::text[], %s::text[], %s::int[], %s::text[])
                AS v(name, tsv, dl, tf)
            ON CONFLICT (rid, name) DO UPDATE SET tsv = EXCLUDED.tsv,
@@ -164,6 +164,7 @@ def upsert_params(cid, path, op):
     if text_upsert:
         names = list(op.text_set)
         values = [op.text_set[name] for name in names]
+        params.append(cid)
         params.append(names)
         params.append([str(v) for v in values])
         params.append([getattr(v, "dl", None) for v in values])

@@ -793,8 +793,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         cid = getattr(qc, "cid", None)
         scope = ""
         if cid is not None:
-            scope = (" AND EXISTS (SELECT 1 FROM %s xe WHERE xe.rid = x.rid "
-                     "AND xe.cid = %d)" % (schema.ENTRIES, int(cid)))
+            # text rows carry their catalog's id (no join to scope them)
+            scope = " AND x.cid = %d" % int(cid)
         stats = getattr(qc, "text_stats", None)
         found = stats(self.getId()) if callable(stats) else None
         if found:

@@ -218,3 +218,47 @@ class TestTransactions(unittest.TestCase):
         transaction.abort()
         self.assertEqual(len(self.catalog(id="x1")), 0)
         self.assertNotIn("x1", self.portal.objectIds())
+
+
+class TestStatementShapes(unittest.TestCase):
+    """Small catalogs get a page and its count from one scan, large ones
+    from a count plus a top-N scan: both must answer alike."""
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def test_small_and_large_forms_agree(self):
+        from plone.pgcatalog import tool as tool_module
+        portal = self.layer["portal"]
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+        login(portal, TEST_USER_NAME)
+        for i in range(12):
+            portal.invokeFactory("Document", "d%02d" % i, title="T %d" % (i % 5))
+        catalog = portal.portal_catalog
+        queries = [
+            dict(portal_type="Document", b_size=5),
+            dict(portal_type="Document", b_start=5, b_size=5),
+            dict(sort_on="sortable_title", b_start=2, b_size=4),
+            dict(sort_on="created", sort_order="reverse", b_size=3),
+            dict(portal_type="Document", sort_limit=4, sort_on="getId"),
+            dict(portal_type="Document", b_start=50, b_size=5),
+        ]
+
+        def answers():
+            return [([b.getPath() for b in catalog(**q)],
+                     catalog(**q).actual_result_count) for q in queries]
+
+        saved = (tool_module.SMALL_CATALOG, dict(tool_module._table_size))
+        try:
+            tool_module._table_size.clear()
+            tool_module.SMALL_CATALOG = 10 ** 12
+            small = answers()
+            tool_module._table_size.clear()
+            tool_module.SMALL_CATALOG = -1
+            large = answers()
+        finally:
+            tool_module.SMALL_CATALOG = saved[0]
+            tool_module._table_size.clear()
+            tool_module._table_size.update(saved[1])
+        self.assertEqual(small, large)
+        self.assertEqual(small[0][1], 12)
+        self.assertEqual(len(small[1][0]), 5)
+        self.assertEqual(small[5], ([], 12))

@@ -119,11 +119,13 @@ class Plan:
         self.reverse = None
 
 
-def compile_search(catalog, cid, query, text_stats=None):
+def compile_search(catalog, cid, query, text_stats=None, small=False):
     """Compile a merged query dict (after the tool's security additions).
 
     ``text_stats(index_id) -> (documents, words)`` gives text indexes their
-    collection statistics (Okapi BM25) without counting them per query."""
+    collection statistics (Okapi BM25) without counting them per query.
+    ``small``: the catalog tables are small (a page and its count come from
+    one scan)."""
     plan = Plan()
     sort_indexes = sort_indexes_for(catalog, query)
     sort_limit = get_sort_attr("limit", query)
@@ -185,12 +187,13 @@ def compile_search(catalog, cid, query, text_stats=None):
             order_params.extend(sqc.params)
         order.append(_tie_break(reverse))
         _ordered_sql(plan, " AND ".join(where), params_where,
-                     ", ".join(order), order_params)
+                     ", ".join(order), order_params, small)
     elif qc.rank_exprs:
         plan.scored = True
         _scored_sql(plan, " AND ".join(where), params_where, qc)
     else:
-        _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [])
+        _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [],
+                     small)
     return plan
 
 
@@ -207,8 +210,19 @@ def _tie_break(reverse):
     return "e.rid"
 
 
-def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
-    if plan.b_size is not None:
+def _ordered_sql(plan, where_sql, params_where, order_sql, order_params,
+                 small=False):
+    if plan.b_size is not None and small:
+        # A small catalog: one scan gives the count and the page (cheaper
+        # than a count plus a top-N scan when the whole match is small).
+        plan.limited = True
+        plan.sql = (
+            "SELECT count(*), (array_agg(e.rid ORDER BY %s))[%%s:%%s] "
+            "FROM pgcatalog_entries e WHERE %s" % (order_sql, where_sql))
+        plan.params = (order_params + [plan.b_start + 1,
+                                       plan.b_start + plan.b_size]
+                       + params_where)
+    elif plan.b_size is not None:
         plan.limited = True
         plan.sql = (
             "SELECT (SELECT count(*) FROM pgcatalog_entries e WHERE %s), "

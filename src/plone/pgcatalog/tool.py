@@ -60,6 +60,12 @@ _cids_lock = threading.Lock()
 #: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
 _text_stats = {}
 TEXT_STATS_TTL = 30.0
+#: dsn -> (expiry, estimated rows of pgcatalog_entries)
+_table_size = {}
+SIZE_TTL = 60.0
+#: below this many entries (all catalogs of the database), a page and its
+#: count come from one scan; above, a count plus an index-ordered top-N
+SMALL_CATALOG = 20000
 
 
 def safe_callable(ob):
@@ -259,7 +265,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _pgc_search(self, query):
         plan = compile_search(self._catalog, self._pgc_cid(), query,
-                              text_stats=self._pgc_text_stats)
+                              text_stats=self._pgc_text_stats,
+                              small=self._pgc_small())
         if plan.empty:
             return empty_result()
         if plan.python_sort:
@@ -282,6 +289,19 @@ class PGCatalogTool(UniqueObject, Folder):
         if not plan.limited and plan.b_size is not None:
             rids = rids[plan.b_start:plan.b_start + plan.b_size]
         return make_results(self, rids, count, scores)
+
+    def _pgc_small(self):
+        """Whether the entries table is small (PostgreSQL's row estimate,
+        read at most every SIZE_TTL seconds per process)."""
+        session = self._pgc_session()
+        found = _table_size.get(session.dsn)
+        now = time.monotonic()
+        if found is None or found[0] < now:
+            rows = session.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = "
+                "'pgcatalog_entries'::regclass").fetchone()[0]
+            found = _table_size[session.dsn] = (now + SIZE_TTL, rows)
+        return found[1] < SMALL_CATALOG
 
     def _pgc_text_stats(self, name):
         """``(documents, total words)`` of text index ``name`` (Okapi's

@@ -45,6 +45,30 @@ _pools_lock = threading.Lock()
 _schema_ready = set()
 
 _TXN_KEY = "plone.pgcatalog.session"
+
+
+class _Trace:
+    """``PGCATALOG_TRACE_FILE=path``: append each catalog statement's time
+    (ms, round trip included) and text to ``path`` (diagnostics)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+
+    def run(self, execute, query, params, prepare, binary):
+        import time
+        start = time.perf_counter()
+        try:
+            return execute(query, params, prepare, binary)
+        finally:
+            ms = (time.perf_counter() - start) * 1000
+            with self.lock, open(self.path, "a") as out:
+                out.write("%.3f\t%s\t%r\n" % (
+                    ms, " ".join(str(query).split()), list(params)))
+
+
+_trace = (_Trace(__import__("os").environ["PGCATALOG_TRACE_FILE"])
+          if __import__("os").environ.get("PGCATALOG_TRACE_FILE") else None)
 _commit_generation = [0]
 
 
@@ -119,6 +143,23 @@ def ensure_schema(dsn=None):
     _schema_ready.add(dsn)
 
 
+#: a transaction writing at least this many entries (install, rebuild,
+#: imports) refreshes the planner's statistics right after it commits,
+#: rather than leaving queries to wait for autovacuum.
+ANALYZE_AFTER_ROWS = 200
+
+
+def analyze(dsn):
+    """ANALYZE the catalog tables (best effort)."""
+    try:
+        with get_pool(dsn).connection() as conn:
+            conn.execute("ANALYZE pgcatalog_entries, pgcatalog_meta, "
+                         "pgcatalog_text")
+    except psycopg.Error:
+        logger.warning("ANALYZE of the catalog tables failed",
+                       exc_info=True)
+
+
 def translate_error(exc):
     """Map a driver error to the exception callers should see."""
     if isinstance(exc, (pg_errors.SerializationFailure,
@@ -186,6 +227,7 @@ class CatalogSession:
         self.counter_flushed = {}  # cid -> increments already in the PG txn
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
+        self.rows_written = 0
         self.writer = None  # set by plone.pgcatalog.writer
 
     # -- connection ---------------------------------------------------------
@@ -221,6 +263,11 @@ class CatalogSession:
         Returns the cursor.  A broken idle connection is replaced once."""
         if self.pending.has_entries() or self.pending.counter:
             self.flush()
+        if _trace is not None:
+            return _trace.run(self._execute, query, params, prepare, binary)
+        return self._execute(query, params, prepare, binary)
+
+    def _execute(self, query, params, prepare, binary):
         try:
             return self.connection().execute(query, params, prepare=prepare,
                                              binary=binary)
@@ -260,10 +307,14 @@ class CatalogSession:
         if not ops:
             return
         conn = self.connection()
+        self._count_written(ops)
         try:
             self.writer.apply(conn, ops)
         except psycopg.Error as exc:
             raise translate_error(exc) from exc
+
+    def _count_written(self, ops):
+        self.rows_written += len(ops)
 
     def counter_delta(self, cid):
         return (self.counter_flushed.get(cid, 0)
@@ -301,7 +352,10 @@ class CatalogSession:
             raise translate_error(exc) from exc
 
     def tpc_finish(self, txn):
+        big = self.rows_written >= ANALYZE_AFTER_ROWS
         self._done()
+        if big:
+            analyze(self.dsn)
 
     def tpc_abort(self, txn):
         self._rollback_all()

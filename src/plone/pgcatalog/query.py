@@ -216,9 +216,13 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params,
         # A small catalog: one scan gives the count and the page (cheaper
         # than a count plus a top-N scan when the whole match is small).
         plan.limited = True
+        # sort keys computed in a subquery: the sort then moves (rid, keys)
+        # only, not whole rows
+        keys, outer = _sort_columns(order_sql)
         plan.sql = (
-            "SELECT count(*), (array_agg(e.rid ORDER BY %s))[%%s:%%s] "
-            "FROM pgcatalog_entries e WHERE %s" % (order_sql, where_sql))
+            "SELECT count(*), (array_agg(s.rid ORDER BY %s))[%%s:%%s] FROM "
+            "(SELECT e.rid%s FROM pgcatalog_entries e WHERE %s OFFSET 0) s"
+            % (outer, keys, where_sql))
         plan.params = (order_params + [plan.b_start + 1,
                                        plan.b_start + plan.b_size]
                        + params_where)
@@ -236,6 +240,23 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params,
             "SELECT count(*), array_agg(e.rid ORDER BY %s) "
             "FROM pgcatalog_entries e WHERE %s" % (order_sql, where_sql))
         plan.params = order_params + params_where
+
+
+def _sort_columns(order_sql):
+    """``(select list, outer ORDER BY)`` for an ORDER BY over ``e``:
+    each sort expression becomes a column ``k<n>`` of a subquery."""
+    keys, outer = [], []
+    for n, item in enumerate(_split_exprs(order_sql)):
+        direction = ""
+        for suffix in (" DESC", " ASC"):
+            if item.endswith(suffix):
+                item, direction = item[:-len(suffix)], suffix
+        if item == "e.rid":
+            outer.append("s.rid" + direction)
+            continue
+        keys.append(", %s AS k%d" % (item, n))
+        outer.append("s.k%d%s" % (n, direction))
+    return "".join(keys), ", ".join(outer)
 
 
 def _scored_sql(plan, where_sql, params_where, qc):

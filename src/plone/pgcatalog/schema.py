@@ -56,7 +56,9 @@ BASE_DDL = [
         parent text COLLATE "C" NOT NULL,
         depth integer NOT NULL,
         idx jsonb NOT NULL DEFAULT '{}'::jsonb
-    ) WITH (toast_tuple_target = 8160, fillfactor = 90)""",
+    ) WITH (toast_tuple_target = 8160, fillfactor = 90,
+            autovacuum_vacuum_scale_factor = 0.05,
+            autovacuum_analyze_scale_factor = 0.02)""",
     """CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_entries_path
         ON pgcatalog_entries (cid, path)""",
     """CREATE INDEX IF NOT EXISTS pgcatalog_entries_parent

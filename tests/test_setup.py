@@ -100,3 +100,40 @@ class TestMultiSite(unittest.TestCase):
             portal_type="Document")), 0)
         self.assertEqual(len(first.unrestrictedSearchResults(
             portal_type="Document")), 1)
+
+
+class TestComments(unittest.TestCase):
+    """plone.app.discussion catalogues comments at
+    .../++conversation++default/<id> and uncatalogues them by path."""
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def test_comments_indexed_rebuilt_and_removed(self):
+        from plone.app.discussion.interfaces import IConversation
+        from plone.app.discussion.interfaces import IDiscussionSettings
+        from plone.app.testing import applyProfile
+        from plone.registry.interfaces import IRegistry
+        from zope.component import createObject
+        from zope.component import queryUtility
+        portal = self.layer["portal"]
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+        login(portal, TEST_USER_NAME)
+        applyProfile(portal, "plone.app.discussion:default")
+        settings = queryUtility(IRegistry).forInterface(IDiscussionSettings)
+        settings.globally_enabled = True
+        portal.invokeFactory("Document", "doc", title="Commented")
+        conversation = IConversation(portal.doc)
+        comment = createObject("plone.Comment")
+        comment.text = "Hello from a comment"
+        comment_id = conversation.addComment(comment)
+        catalog = portal.portal_catalog
+        path = "/plone/doc/++conversation++default/%s" % comment_id
+
+        def comment_paths():
+            return [b.getPath() for b in catalog.unrestrictedSearchResults(
+                portal_type="Discussion Item")]
+
+        self.assertEqual(comment_paths(), [path])
+        catalog.clearFindAndRebuild()
+        self.assertEqual(comment_paths(), [path])
+        del conversation[comment_id]
+        self.assertEqual(comment_paths(), [])

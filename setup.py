@@ -39,6 +39,7 @@ setup(
             "plone.app.testing",
             "plone.app.contenttypes",
             "plone.app.querystring",
+            "plone.app.discussion",
             "plone.app.robotframework",
             "plone.restapi",
             "plone.distribution",

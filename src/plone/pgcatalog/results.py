@@ -4,6 +4,7 @@ The search statement returns record ids only.  Brains are made on first
 access: the metadata of a window of rids (growing as iteration goes on) is
 read in one statement, so rendering a page of brains costs one round trip
 and ``len(results)`` costs none."""
+import orjson
 from Missing import MV
 from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
@@ -13,14 +14,16 @@ from ZTUtils.Lazy import LazyMap
 FIRST_WINDOW = 32
 MAX_WINDOW = 1024
 
+# meta as JSON text: parsed only for the brains actually made (a window is
+# fetched ahead of the page being read)
 _META_SQL = (
-    "SELECT e.rid, e.path, m.meta FROM pgcatalog_entries e "
+    "SELECT e.rid, e.path, m.meta::text FROM pgcatalog_entries e "
     "LEFT JOIN pgcatalog_meta m ON m.rid = e.rid WHERE e.rid = ANY(%s)")
 
 
 def load_metadata(tool, rids):
-    """``{rid: (path, meta dict or None)}`` for ``rids`` (one statement);
-    also fills the transaction's rid -> path cache."""
+    """``{rid: (path, meta JSON text or None)}`` for ``rids`` (one
+    statement); also fills the transaction's rid -> path cache."""
     rows = tool._pgc_session().execute(_META_SQL, (list(rids),),
                                        binary=True).fetchall()
     paths = tool._pgc_path_cache()
@@ -76,7 +79,8 @@ class BrainFactory:
         if rid not in self.loaded:
             self._load_around(rid)
         entry = self.loaded.get(rid)
-        meta = entry[1] if entry else None
+        raw = entry[1] if entry else None
+        meta = orjson.loads(raw) if raw else None
         if self.scores is not None:
             score, norm = self.scores.get(rid, (1, 1))
             return make_brain(self.tool, self.klass, self.names, rid, meta,

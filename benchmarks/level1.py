@@ -548,6 +548,7 @@ def make_stub_class():
 # ---------------------------------------------------------------------------
 
 VARIANTS = 10
+MIN_ITERATIONS = 5
 
 
 def make_queries(plan):
@@ -1036,7 +1037,12 @@ def run_query_process(args):
             samples = {False: [], True: []}
             loads = {False: [], True: []}
             lengths = {}
+            started = time.perf_counter()
             for it in range(args.iterations):
+                if it >= MIN_ITERATIONS and args.max_seconds_per_query and \
+                        time.perf_counter() - started > \
+                        args.max_seconds_per_query:
+                    break
                 v = (args.warmup + it) % len(variants)
                 for render in (False, True):
                     e, n, n_load = timed(kind, variants[v], render)
@@ -1329,6 +1335,8 @@ def run_parent(args):
                        "--iterations", str(args.iterations),
                        "--warmup", str(args.warmup),
                        "--parity-max-paths", str(args.parity_max_paths),
+                       "--max-seconds-per-query",
+                       str(args.max_seconds_per_query),
                        "--concurrency-duration",
                        str(args.concurrency_duration),
                        "--concurrency-warmup", str(args.concurrency_warmup),
@@ -1376,6 +1384,39 @@ def run_parent(args):
             "parity": parity, "table": report, "charts": chart_files,
         })
         _log("wrote", args.output)
+    return 1 if failures or not parity["ok"] else 0
+
+
+def run_merge(args):
+    """Report, parity and charts of several level1 JSON outputs together
+    (e.g. a 10k/100k run and a separate 1M run); later files win for the
+    same scale and backend."""
+    data, failures, skipped, env_info, arguments = {}, [], [], None, None
+    for name in args.files:
+        with open(name) as f:
+            run = json.load(f)
+        env_info = env_info or run["environment"]
+        arguments = arguments or run["arguments"]
+        for scale, per in run["results"].items():
+            data.setdefault(int(scale), {}).update(per)
+        failures += run.get("failures", [])
+        skipped += [tuple(x) for x in run.get("skipped", [])]
+    done = {(s, b) for s, per in data.items() for b in per}
+    skipped = [x for x in skipped if (x[0], x[1]) not in done]
+    arguments["scales"] = ",".join(str(s) for s in sorted(data))
+    ns = types.SimpleNamespace(**arguments)
+    parity = check_parity(data, ns)
+    report = format_report(data, parity, failures, skipped, env_info, ns)
+    report = "(merged from %s)\n" % ", ".join(args.files) + report
+    print(report)
+    charts = write_charts(data, args.chart) if args.chart else []
+    if args.output:
+        _write_json(args.output, {
+            "benchmark": "level1", "merged_from": args.files,
+            "environment": env_info, "arguments": arguments,
+            "results": {str(s): v for s, v in data.items()},
+            "failures": failures, "skipped": skipped, "parity": parity,
+            "table": report, "charts": charts})
     return 1 if failures or not parity["ok"] else 0
 
 
@@ -1656,6 +1697,23 @@ def format_report(data, parity, failures, skipped, env_info, args):
     return "\n".join(lines)
 
 
+def _size_label(n):
+    if n >= 1000000 and n % 1000000 == 0:
+        return "%dM" % (n // 1000000)
+    if n >= 1000 and n % 1000 == 0:
+        return "%dk" % (n // 1000)
+    return str(n)
+
+
+def _size_ticks(ax, scales):
+    from matplotlib.ticker import NullLocator
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(scales)
+    ax.set_xticklabels([_size_label(s) for s in scales])
+    if len(scales) == 1:
+        ax.set_xlim(scales[0] / 2, scales[0] * 2)
+
+
 def write_charts(data, target):
     import matplotlib
     matplotlib.use("Agg")
@@ -1692,6 +1750,8 @@ def write_charts(data, target):
                     ax.plot(xs, ps, ":", color=colors[b], alpha=0.6)
             ax.set_xscale("log")
             ax.set_yscale("log")
+            _size_ticks(ax, scales)
+            ax.axhline(20, color="grey", lw=0.6, ls="--")
             ax.set_title("%s: %s" % (qid, label), fontsize=8)
             ax.set_xlabel("catalog entries", fontsize=7)
             ax.set_ylabel("ms (median, p95 dotted)", fontsize=7)
@@ -1706,6 +1766,7 @@ def write_charts(data, target):
                 ax.plot(xs, ys, "s-", color=colors[b], label=b)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _size_ticks(ax, scales)
         ax.set_title("building the catalog (s)", fontsize=8)
         ax.set_xlabel("catalog entries", fontsize=7)
         ax.tick_params(labelsize=7)
@@ -1714,8 +1775,9 @@ def write_charts(data, target):
             ax.axis("off")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="upper right")
-        fig.suptitle("level1: query time (len + first page) against catalog "
-                     "size, ZCatalog on RelStorage vs plone.pgcatalog")
+        fig.suptitle("level1: query time (search + len + first page of 20 "
+                     "brains) against catalog size; ZCatalog on RelStorage "
+                     "vs plone.pgcatalog (grey: 20 ms)")
         fig.tight_layout(rect=(0, 0, 1, 0.97))
         fig.savefig(target, dpi=110)
         plt.close(fig)
@@ -1773,6 +1835,9 @@ def _parent_options(p, concurrency_only):
                    help="ZODB cache-size (objects) for the queries")
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--max-seconds-per-query", type=float, default=60.0,
+                   help="stop a query's timed runs after this many seconds "
+                   "(at least %d runs; 0: no limit)" % MIN_ITERATIONS)
     p.add_argument("--parity-max-paths", type=int, default=20000,
                    help="compare result sets up to this size (counts "
                    "only above)")
@@ -1812,6 +1877,13 @@ def add_parsers(sub):
                        "(queries/s from 1, 2, 4, 8 threads)")
     _parent_options(p, True)
 
+    p = sub.add_parser("level1-report", help="one level1 report (table, "
+                       "parity, charts) from several --output files")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--output")
+    p.add_argument("--chart", default="level1.png")
+    p.set_defaults(func=run_merge)
+
     p = sub.add_parser("_level1_build", help=argparse_suppress())
     p.add_argument("--name", required=True, choices=BACKENDS)
     p.add_argument("--dsn", required=True)
@@ -1833,6 +1905,7 @@ def add_parsers(sub):
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--parity-max-paths", type=int, default=20000)
+    p.add_argument("--max-seconds-per-query", type=float, default=60.0)
     p.add_argument("--threads", type=lambda s: _parse_list(s), default=[])
     p.add_argument("--concurrency-duration", type=float, default=10.0)
     p.add_argument("--concurrency-warmup", type=float, default=3.0)

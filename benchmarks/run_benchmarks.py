@@ -193,92 +193,21 @@ def _minutes_to_datetime(minutes):
 # Backend subprocess: Zope + Plone on RelStorage, the workload, JSON out
 # ---------------------------------------------------------------------------
 
-SITE_ZCML = """\
-<configure
-    xmlns="http://namespaces.zope.org/zope"
-    xmlns:meta="http://namespaces.zope.org/meta"
-    xmlns:five="http://namespaces.zope.org/five">
-  <include package="Zope2.App" />
-  <include package="Products.Five" />
-  <meta:redefinePermission from="zope2.Public" to="zope.Public" />
-  <five:loadProducts file="meta.zcml" />
-  <five:loadProducts />
-  <five:loadProductsOverrides />
-  <securityPolicy component="AccessControl.security.SecurityPolicy" />
-</configure>
-"""
-
-
-class _OneDatabase:
-    """The part of Zope's DBTab that ``Zope2.App.startup`` uses, for one
-    database mounted at ``/`` (what ``<zodb_db main>`` gives in zope.conf).
-    """
-
-    def __init__(self, db):
-        self.db = db
-        self.databases = {"main": db}
-
-    def getDatabase(self, mount_path=None, name=None, is_root=0):
-        return self.db
-
-    def listMountPaths(self):
-        return [("/", "main")]
-
-
 def open_database(dsn, cache_size, workdir):
-    from relstorage.adapters.postgresql import PostgreSQLAdapter
-    from relstorage.options import Options
-    from relstorage.storage import RelStorage
-    from Zope2.App.ClassFactory import ClassFactory
-    import ZODB
-
-    settings = dict(RELSTORAGE_SETTINGS)
-    settings["blob_dir"] = os.path.join(workdir, "blobcache")
-    options = Options(**settings)
-    adapter = PostgreSQLAdapter(dsn=dsn, options=options)
-    storage = RelStorage(adapter, options=options)
-    db = ZODB.DB(storage, cache_size=cache_size, database_name="main",
-                 class_factory=ClassFactory)
-    return db
+    """History-free RelStorage at ``dsn`` with the settings above (the
+    package's own helper, shared with the tests)."""
+    from plone.pgcatalog.zopeapp import open_relstorage
+    return open_relstorage(dsn, cache_size, workdir, **RELSTORAGE_SETTINGS)
 
 
 def start_zope(db, workdir, with_pgcatalog):
     """Start Zope the way ``Zope2.startup_wsgi()`` does for a WSGI instance,
-    but with the database given here instead of zope.conf's and the ZCML of
-    a standard instance ``etc/site.zcml`` loaded from a string.
-
-    plone.autoinclude loads every installed Plone add-on (as in a real
-    instance); for the ZCatalog backend plone.pgcatalog is left out so the
-    stock site carries none of its configuration.
-    """
-    import AccessControl
-    import App.config
-    import Zope2
-    import Zope2.App.startup
-    from Zope2.App import zcml
-
-    cfg = App.config.DefaultConfiguration()
-    cfg.instancehome = cfg.clienthome = workdir
-    cfg.debug_mode = False
-    cfg.dbtab = _OneDatabase(db)
-    App.config.setConfiguration(cfg)
-    # zope.conf defaults: C security, ownership/auth checks, not verbose.
-    AccessControl.setImplementation("C")
-    AccessControl.setDefaultBehaviors(True, True, False)
-
-    if not with_pgcatalog:
-        from plone.autoinclude import loader
-        loader._known_module_names["plone.pgcatalog"] = None
-
-    def load_zcml():
-        from zope.configuration import xmlconfig
-        zcml._context = xmlconfig.string(SITE_ZCML)
-        zcml._initialized = True
-        from Zope2.App.schema import configure_vocabulary_registry
-        configure_vocabulary_registry()
-
-    Zope2.App.startup.load_zcml = load_zcml
-    Zope2.startup_wsgi()
+    on ``db`` (see plone.pgcatalog.zopeapp).  plone.autoinclude loads every
+    installed Plone add-on (as in a real instance); for the ZCatalog backend
+    plone.pgcatalog is left out so the stock site carries none of its
+    configuration."""
+    from plone.pgcatalog.zopeapp import start_zope as start
+    start(db, workdir, with_pgcatalog=with_pgcatalog)
 
 
 class Request:

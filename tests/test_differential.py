@@ -123,6 +123,11 @@ DIFFERENTIAL_TESTING = IntegrationTesting(
 _cache = {}
 
 
+def _rids(found):
+    """The rids of an ``_index`` value (one int or a set of them)."""
+    return [found] if isinstance(found, int) else list(found)
+
+
 def _queries(portal):
     if "queries" not in _cache:
         facts = queries.Facts(portal, portal[content.REF_ID])
@@ -248,6 +253,32 @@ class TestDifferential(unittest.TestCase):
                          % len(diffs))
         print("\n[differential] metadata: %d brains x %d columns identical"
               % (len(ref), len(names)))
+
+    def test_unique_values(self):
+        """uniqueValuesFor / uniqueValues(withLengths) / ``_index`` lookups
+        answer as ZCatalog's for the value indexes (keyword lists are
+        split into their keywords, as KeywordIndex does)."""
+        names = (queries.FIELD_INDEXES + queries.KEYWORD_INDEXES
+                 + ["UID", "is_folderish"])
+        for name in names:
+            ref = self.ref._catalog.getIndex(name)
+            ours = self.pg._catalog.getIndex(name)
+            expected = list(ref.uniqueValues())
+            self.assertEqual(list(self.pg.uniqueValuesFor(name)),
+                             list(self.ref.uniqueValuesFor(name)), name)
+            self.assertEqual(list(ours.uniqueValues()), expected, name)
+            self.assertEqual(list(ours.uniqueValues(withLengths=1)),
+                             list(ref.uniqueValues(withLengths=1)), name)
+            if name == "is_folderish":
+                continue    # BooleanIndex._index is a set of rids
+            for value in expected[:5]:
+                self.assertIn(value, ours._index, (name, value))
+                self.assertEqual(
+                    sorted(self.pg.getpath(rid) for rid in
+                           _rids(ours._index[value])),
+                    sorted(self.ref.getpath(rid) for rid in
+                           _rids(ref._index[value])), (name, value))
+        self.assertTrue(list(self.pg.uniqueValuesFor("Subject")))
 
     # -- query categories --------------------------------------------------
     def test_field_indexes(self):

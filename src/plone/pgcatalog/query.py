@@ -119,11 +119,14 @@ class Plan:
         self.reverse = None
 
 
-def compile_search(catalog, cid, query, text_stats=None, small=False):
+def compile_search(catalog, cid, query, text_stats=None, small=False,
+                   text_df=None):
     """Compile a merged query dict (after the tool's security additions).
 
     ``text_stats(index_id) -> (documents, words)`` gives text indexes their
-    collection statistics (Okapi BM25) without counting them per query.
+    collection statistics (Okapi BM25) without counting them per query;
+    ``text_df(index_id, tsquery) -> documents`` their words' document
+    frequencies.
     ``small``: the catalog tables are small (a page and its count come from
     one scan)."""
     plan = Plan()
@@ -136,6 +139,8 @@ def compile_search(catalog, cid, query, text_stats=None, small=False):
     qc.cid = cid
     if text_stats is not None:
         qc.text_stats = text_stats
+    if text_df is not None:
+        qc.text_df = text_df
     fragments = []
     participated = False
     for name, names in query_names(catalog):

@@ -13,7 +13,11 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     physical path, ``COLLATE "C"`` so ranges and ordering are by code point as
     in ZCatalog), and ``idx``: every index value in one JSONB document.
 ``pgcatalog_meta``
-    the brain metadata (JSONB, typed codec), read lazily by rid batches.
+    the brain metadata (typed codec), read lazily by rid batches.  Stored
+    as ``json`` (the text as written), not ``jsonb``: it is never queried
+    inside, only sent back whole, and ``json`` goes out as a plain copy where
+    ``jsonb`` would be serialised again on every read (measured: 0.44 ->
+    0.25 ms for a window of 32 brains).
 ``pgcatalog_text``
     one ``tsvector`` row per (entry, text index): full text is kept out of
     the hot row.
@@ -28,7 +32,7 @@ import hashlib
 from psycopg import sql
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 ENTRIES = "pgcatalog_entries"
 META = "pgcatalog_meta"
@@ -65,7 +69,7 @@ BASE_DDL = [
         ON pgcatalog_entries (cid, parent)""",
     """CREATE TABLE IF NOT EXISTS pgcatalog_meta (
         rid bigint PRIMARY KEY REFERENCES pgcatalog_entries ON DELETE CASCADE,
-        meta jsonb NOT NULL
+        meta json NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS pgcatalog_text (
         rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
@@ -118,8 +122,19 @@ def _v1(conn):
     """Version 1: the base tables (created above)."""
 
 
+def _v2(conn):
+    """Version 2: metadata as ``json`` (sent back as stored) instead of
+    ``jsonb`` (serialised again on every read)."""
+    found = conn.execute(
+        "SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = "
+        "'pgcatalog_meta'::regclass AND attname = 'meta'").fetchone()
+    if found and found[0] == "jsonb":
+        conn.execute("ALTER TABLE pgcatalog_meta ALTER COLUMN meta TYPE json "
+                     "USING meta::text::json")
+
+
 #: MIGRATIONS[n] upgrades from version n to n+1.
-MIGRATIONS = [_v1]
+MIGRATIONS = [_v1, _v2]
 
 
 def ensure_index_ddl(conn, statements):

@@ -60,6 +60,9 @@ _cids_lock = threading.Lock()
 #: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
 _text_stats = {}
 TEXT_STATS_TTL = 30.0
+#: (dsn, cid, text index, tsquery) -> (expiry, commit generation, count)
+_text_df = {}
+TEXT_DF_MAX = 20000
 #: dsn -> (expiry, estimated rows of pgcatalog_entries)
 _table_size = {}
 SIZE_TTL = 60.0
@@ -266,6 +269,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def _pgc_search(self, query):
         plan = compile_search(self._catalog, self._pgc_cid(), query,
                               text_stats=self._pgc_text_stats,
+                              text_df=self._pgc_text_df,
                               small=self._pgc_small())
         if plan.empty:
             return empty_result()
@@ -327,6 +331,29 @@ class PGCatalogTool(UniqueObject, Folder):
             _text_stats[key] = (time.monotonic() + TEXT_STATS_TTL,
                                 db.commit_generation(), stats)
         return stats
+
+    def _pgc_text_df(self, name, tsquery):
+        """Documents of text index ``name`` matching ``tsquery`` (capped
+        at the index kind's DF_EXACT_LIMIT): a word's document frequency for
+        the Okapi score, cached as the collection statistics are."""
+        session = self._pgc_session()
+        cid = self._pgc_cid()
+        key = (session.dsn, cid, name, tsquery)
+        cacheable = not session.in_pg_txn and not session.pending
+        if cacheable:
+            found = _text_df.get(key)
+            if found is not None and found[0] > time.monotonic() \
+                    and found[1] == db.commit_generation():
+                return found[2]
+        index = self._catalog.getIndex(name)
+        count = session.execute(index.pgc_df_sql(),
+                                (cid, tsquery)).fetchone()[0]
+        if cacheable:
+            if len(_text_df) >= TEXT_DF_MAX:
+                _text_df.clear()
+            _text_df[key] = (time.monotonic() + TEXT_STATS_TTL,
+                             db.commit_generation(), int(count))
+        return int(count)
 
     def _pgc_python_sorted(self, plan):
         """Sort matches in Python (GopipIndex positions come from the
@@ -521,7 +548,7 @@ class PGCatalogTool(UniqueObject, Folder):
         names = self._catalog.names
         meta = codec.encode_meta(dict(zip(names, record))).decode("utf-8")
         self._pgc_write_sql(
-            "UPDATE pgcatalog_meta m SET meta = %s::jsonb FROM "
+            "UPDATE pgcatalog_meta m SET meta = %s::json FROM "
             "pgcatalog_entries e WHERE m.rid = e.rid AND e.rid = %s AND "
             "e.cid = %s", (meta, rid, self._pgc_cid()))
 

@@ -106,7 +106,7 @@ _ENTRY_PATCH = """
 
 _META = """
     m AS (INSERT INTO pgcatalog_meta (rid, meta)
-          SELECT rid, %s::jsonb FROM e
+          SELECT rid, %s::json FROM e
           ON CONFLICT (rid) DO UPDATE SET meta = EXCLUDED.meta)"""
 
 _TEXT_DELETE_OTHERS = """

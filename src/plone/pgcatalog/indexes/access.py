@@ -43,7 +43,8 @@ class IndexMapping:
             return default
         if not rids:
             return default
-        if self.index.pgc_unique or len(rids) == 1:
+        if self.index.pgc_unique or (
+                len(rids) == 1 and not self.index.pgc_forward_sets):
             return rids[0]
         return IITreeSet(rids)
 

@@ -100,6 +100,9 @@ class PGIndex(IndexData):
     pgc_sortable = True
     pgc_python_sort = False
     pgc_multi = False  # stored value is a JSON array of values
+    #: ``_index[value]`` is always a set of rids (KeywordIndex), not an int
+    #: for a single document (UnIndex)
+    pgc_forward_sets = False
     pgc_unique = False  # one document per value (UUIDIndex)
 
     def pgc_compose(self, composable):

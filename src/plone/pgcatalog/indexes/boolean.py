@@ -29,3 +29,17 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
                 self.pgc_compose(index_name("bool", self.getId())), table,
                 self._pgc_key_literal),
         ]
+
+    def uniqueValues(self, name=None, withLengths=0):
+        """Both values, as BooleanIndex gives them: the value it keeps in
+        its forward index (the less frequent one; True on a tie) first."""
+        if name is None:
+            name = self.getId()
+        elif name != self.getId():
+            return
+        counts = dict(self._pgc_unique_values())
+        n_true, n_false = counts.get(True, 0), counts.get(False, 0)
+        indexed = n_true <= n_false
+        for key in (indexed, not indexed):
+            count = n_true if key else n_false
+            yield (key, count) if withLengths else key

@@ -12,6 +12,9 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
     """KeywordIndex whose keyword lists live in ``idx[name]`` (JSON array,
     GIN-indexed)."""
 
+    pgc_multi = True
+    pgc_forward_sets = True
+
     def pgc_extract(self, obj):
         keywords = None
         for attr in self.getIndexSourceNames():

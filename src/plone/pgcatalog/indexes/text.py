@@ -30,7 +30,10 @@ the collection statistics are exact:
   ``qc.text_stats(index_id) -> (document_count, total_word_count)`` when
   the query context offers it; otherwise N is counted and the mean length
   is taken over the first STATS_SAMPLE rows (exact for small indexes);
-- a word's document frequency is counted up to DF_EXACT_LIMIT documents;
+- a word's document frequency is counted up to DF_EXACT_LIMIT documents,
+  by ``qc.text_df(index_id, tsquery) -> count`` when the query context
+  offers it (the tool caches the counts with the statistics), else by a
+  subquery of the scoring statement;
 - a glob's per-word document frequencies are exact when the glob matches
   at most GLOB_EXACT_DOCS documents, else the glob's own frequency is used.
 
@@ -63,6 +66,7 @@ Known differences from ZCatalog (by PostgreSQL's tsvector limits):
   returns MISSING then, and the writer decides (deleting the row is the
   saner behaviour, keeping it mirrors ZCatalog).
 """
+import functools
 import hashlib
 import re
 from html import escape
@@ -536,11 +540,14 @@ class _Scorer:
     subqueries (computed once per statement).  Literals only: the
     expression can be placed anywhere in a statement."""
 
-    def __init__(self, name_sql, n_sql, meandl_sql, scope):
+    def __init__(self, name_sql, n_sql, meandl_sql, scope, df=None):
         self.name_sql = name_sql
         self.n_sql = n_sql
         self.meandl_sql = meandl_sql
         self.scope = scope
+        #: ``df(tsquery text) -> count`` (capped at DF_EXACT_LIMIT), when
+        #: the caller keeps document frequencies; else counted in SQL
+        self.df = df
         self.words = {}     # lexeme -> column index
         self.globs = []     # _Glob nodes
 
@@ -558,6 +565,10 @@ class _Scorer:
 
     def count_sql(self, tsquery):
         # Documents matching ``tsquery``, counted up to DF_EXACT_LIMIT.
+        if self.df is not None:
+            found = self.df(tsquery)
+            if found is not None:
+                return _f8(max(int(found), 1))
         return ("(SELECT greatest(count(*), 1) FROM (SELECT 1 FROM %s x "
                 "WHERE x.name = %s AND x.tsv @@ %s::tsquery%s LIMIT %d) c)" % (
                     schema.TEXT, self.name_sql, _literal(tsquery),
@@ -822,8 +833,20 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                         _literal(tsquery_text(_positive(node))), schema.TEXT,
                         self._pgc_name_sql()))
         n_sql, mean_sql, scope = self._stats_sql(qc)
+        df = getattr(qc, "text_df", None)
+        if df is not None:
+            name = self.getId()
+            df = functools.partial(df, name)
         return _Scorer(self._pgc_name_sql(), n_sql, mean_sql,
-                       scope).build(node)
+                       scope, df).build(node)
+
+    def pgc_df_sql(self):
+        """SQL counting the documents of one catalog (parameters: the
+        catalog id, a tsquery) whose words match, up to DF_EXACT_LIMIT: the
+        document frequency a score uses."""
+        return ("SELECT count(*) FROM (SELECT 1 FROM %s x WHERE x.name = %s "
+                "AND x.cid = %%s AND x.tsv @@ %%s::tsquery LIMIT %d) c" % (
+                    schema.TEXT, self._pgc_name_sql(), DF_EXACT_LIMIT))
 
     def pgc_doclen_sql(self, tsv="t.tsv"):
         """SQL: the word count (Okapi document length) of a stored row

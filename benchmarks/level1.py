@@ -1848,10 +1848,16 @@ def write_charts(data, target):
                 ax.plot([int(t) for t in ts], [c["runs"][t]["qps"]
                                                for t in ts],
                         "o" + styles[k % 4], color=colors[b],
-                        label="%s, %d entries" % (b, s))
+                        label="%s, %s entries" % (b, _size_label(s)))
         ax.set_xlabel("threads")
-        ax.set_ylabel("queries / s")
+        ax.set_ylabel("queries / s (log)")
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        threads = sorted({int(t) for _s, _b, c in conc for t in c["runs"]})
+        from matplotlib.ticker import NullLocator
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(threads)
+        ax.set_xticklabels([str(t) for t in threads])
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title("concurrency: one Zope process, T threads")

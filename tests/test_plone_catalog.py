@@ -219,6 +219,60 @@ class TestTransactions(unittest.TestCase):
         self.assertEqual(len(self.catalog(id="x1")), 0)
         self.assertNotIn("x1", self.portal.objectIds())
 
+    def _subjects(self):
+        # uniqueValuesFor does not process the indexing queue (ZCatalog's
+        # neither); a search does
+        from Products.CMFCore.indexing import processQueue
+        processQueue()
+        return list(self.catalog.uniqueValuesFor("Subject"))
+
+    def test_unique_values_follow_commits(self):
+        """uniqueValuesFor is cached per process while the catalog's stamp
+        is unchanged: own pending writes, own commits and other processes'
+        commits (which bump the stamp) are all seen at once."""
+        import psycopg
+        from plone.pgcatalog import config
+
+        self.portal.invokeFactory("Document", "s1", title="s",
+                                  subject=("alpha",))
+        self.assertIn("alpha", self._subjects())      # own pending write
+        transaction.commit()
+        self.assertIn("alpha", self._subjects())
+        self.assertEqual(self._subjects(), self._subjects())
+        self.portal.s1.setSubject(("beta",))
+        self.portal.s1.reindexObject()
+        self.assertIn("beta", self._subjects())       # own pending write
+        self.assertNotIn("alpha", self._subjects())
+        transaction.abort()
+        self.assertIn("alpha", self._subjects())      # aborted: as before
+        self.assertNotIn("beta", self._subjects())
+        self.portal.s1.setSubject(("epsilon",))
+        self.portal.s1.reindexObject()
+        transaction.commit()                          # bumps the stamp
+        self.assertEqual(
+            [s for s in self._subjects() if s in ("alpha", "epsilon")],
+            ["epsilon"])
+        # Another process commits a change: its commit bumps the stamp.
+        cid = self.catalog._pgc_cid()
+        with psycopg.connect(config.get_dsn(), autocommit=True) as other:
+            with other.transaction():
+                other.execute(
+                    "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
+                    "'{Subject}', '[\"gamma\"]') WHERE cid = %s AND path "
+                    "LIKE '%%/s1'", (cid,))
+                other.execute("UPDATE pgcatalog_catalogs SET stamp = stamp "
+                              "+ 1 WHERE cid = %s", (cid,))
+        self.assertIn("gamma", self._subjects())
+        self.assertNotIn("alpha", self._subjects())
+        # Without a stamp change the cached answer is served: proof that
+        # the cache is used (a real writer always bumps the stamp).
+        with psycopg.connect(config.get_dsn(), autocommit=True) as other:
+            other.execute(
+                "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
+                "'{Subject}', '[\"delta\"]') WHERE cid = %s AND path "
+                "LIKE '%%/s1'", (cid,))
+        self.assertIn("gamma", self._subjects())
+
 
 class TestStatementShapes(unittest.TestCase):
     """Small catalogs get a page and its count from one scan, large ones

@@ -1,4 +1,6 @@
 """The catalog tables: creation and migration of older schema versions."""
+import re
+
 import psycopg
 import pytest
 
@@ -20,6 +22,13 @@ def _meta_type(conn):
         "'pgcatalog_meta'::regclass AND attname = 'meta'").fetchone()[0]
 
 
+def _has_stamp(conn):
+    return conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = "
+        "'pgcatalog_catalogs'::regclass AND attname = 'stamp'").fetchone()[
+            0] == 1
+
+
 def test_fresh_database_gets_current_version(conn):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
     assert conn.execute(
@@ -33,7 +42,9 @@ def test_fresh_database_gets_current_version(conn):
 def test_version_1_metadata_migrated_to_json(conn):
     # the version 1 layout: metadata as jsonb
     for stmt in schema.BASE_DDL:
-        conn.execute(stmt.replace("meta json NOT NULL", "meta jsonb NOT NULL"))
+        stmt = stmt.replace("meta json NOT NULL", "meta jsonb NOT NULL")
+        conn.execute(re.sub(r"\n\s*stamp bigint[^,]*,", "", stmt))
+    assert not _has_stamp(conn)
     conn.execute("INSERT INTO pgcatalog_schema VALUES (1)")
     assert _meta_type(conn) == "jsonb"
     conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('k')")
@@ -44,6 +55,7 @@ def test_version_1_metadata_migrated_to_json(conn):
                  "FROM pgcatalog_entries")
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
     assert _meta_type(conn) == "json"
+    assert _has_stamp(conn)
     assert conn.execute("SELECT meta FROM pgcatalog_meta").fetchone()[0] == {
         "Title": "A", "n": [1, 2]}
     assert conn.execute("SELECT version FROM pgcatalog_schema").fetchone()[

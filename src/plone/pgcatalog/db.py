@@ -225,6 +225,7 @@ class CatalogSession:
         self.in_pg_txn = False
         self.pending = PendingWrites()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
+        self.dirty = set()  # cids written to in the PG txn (their stamp)
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
@@ -304,6 +305,8 @@ class CatalogSession:
         counter = self.pending.take_counter()
         for cid, n in counter.items():
             self.counter_flushed[cid] = self.counter_flushed.get(cid, 0) + n
+        self.dirty.update(counter)
+        self.dirty.update(cid for cid, _path in ops)
         if not ops:
             return
         conn = self.connection()
@@ -340,13 +343,15 @@ class CatalogSession:
         try:
             self.flush()
             conn = self.connection()
-            for cid, n in sorted(self.counter_flushed.items()):
+            for cid in sorted(self.dirty | set(self.counter_flushed)):
                 conn.execute(
-                    "UPDATE pgcatalog_catalogs SET counter = counter + %s "
-                    "WHERE cid = %s", (n, cid))
+                    "UPDATE pgcatalog_catalogs SET counter = counter + %s, "
+                    "stamp = stamp + 1 WHERE cid = %s",
+                    (self.counter_flushed.get(cid, 0), cid))
             conn.execute("COMMIT")
             self.in_pg_txn = False
             self.counter_flushed.clear()
+            self.dirty.clear()
             _commit_generation[0] += 1
         except psycopg.Error as exc:
             raise translate_error(exc) from exc
@@ -373,6 +378,7 @@ class CatalogSession:
         finally:
             self.pending = PendingWrites()
             self.counter_flushed.clear()
+            self.dirty.clear()
             self._done()
 
     def _done(self):

@@ -50,6 +50,7 @@ BASE_DDL = [
         cid serial PRIMARY KEY,
         key text NOT NULL UNIQUE,
         counter bigint NOT NULL DEFAULT 0,
+        stamp bigint NOT NULL DEFAULT 0,
         created timestamptz NOT NULL DEFAULT now()
     )""",
     "CREATE SEQUENCE IF NOT EXISTS pgcatalog_rid_seq",
@@ -124,7 +125,10 @@ def _v1(conn):
 
 def _v2(conn):
     """Version 2: metadata as ``json`` (sent back as stored) instead of
-    ``jsonb`` (serialised again on every read)."""
+    ``jsonb`` (serialised again on every read); the catalogs' change
+    ``stamp``."""
+    conn.execute("ALTER TABLE pgcatalog_catalogs ADD COLUMN IF NOT EXISTS "
+                 "stamp bigint NOT NULL DEFAULT 0")
     found = conn.execute(
         "SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = "
         "'pgcatalog_meta'::regclass AND attname = 'meta'").fetchone()

@@ -63,6 +63,9 @@ TEXT_STATS_TTL = 30.0
 #: (dsn, cid, text index, tsquery) -> (expiry, commit generation, count)
 _text_df = {}
 TEXT_DF_MAX = 20000
+#: (dsn, cid, ...) -> (catalog stamp, value): see _pgc_stamped
+_stamped = {}
+STAMPED_MAX = 1000
 #: dsn -> (expiry, estimated rows of pgcatalog_entries)
 _table_size = {}
 SIZE_TTL = 60.0
@@ -145,7 +148,31 @@ class PGCatalogTool(UniqueObject, Folder):
         session = self._pgc_session()
         session.flush()
         session._begin()
+        session.dirty.add(self._pgc_cid())
         session.execute(sql, params)
+
+    def _pgc_stamped(self, key, compute):
+        """``compute()``, cached per process while this catalog's change
+        stamp stays the same (exact: every transaction writing to the
+        catalog bumps it when it commits).  A transaction with its own
+        catalog writes computes afresh."""
+        session = self._pgc_session()
+        if session.pending or session.in_pg_txn:
+            return compute()
+        cid = self._pgc_cid()
+        stamp = session.execute(
+            "SELECT stamp FROM pgcatalog_catalogs WHERE cid = %s",
+            (cid,)).fetchone()[0]
+        key = (session.dsn, cid) + tuple(key)
+        found = _stamped.get(key)
+        if found is not None and found[0] == stamp:
+            return found[1]
+        # computed after reading the stamp: never older than the stamp
+        value = compute()
+        if len(_stamped) >= STAMPED_MAX:
+            _stamped.clear()
+        _stamped[key] = (stamp, value)
+        return value
 
     def manage_afterClone(self, item):
         # a copied catalog is a new, empty catalog

@@ -118,10 +118,21 @@ class IndexData:
         return None
 
     def _pgc_unique_values(self):
-        tool = _tool(self)
-        key = self._pgc_key_literal
+        """Sorted ``[(value, documents)]`` (cached per process while the
+        catalog is unchanged: vocabularies ask for them on every form)."""
         if self.pgc_storage != "idx":
             return []
+        stamped = getattr(_tool(self), "_pgc_stamped", None)
+        if stamped is None:     # a minimal tool (index kinds' own tests)
+            return self._pgc_compute_unique_values()
+        return stamped(
+            ("unique", self.getId(), self.meta_type,
+             tuple(getattr(self, "getIndexSourceNames", tuple)())),
+            self._pgc_compute_unique_values)
+
+    def _pgc_compute_unique_values(self):
+        tool = _tool(self)
+        key = self._pgc_key_literal
         if self.pgc_multi:
             sql = ("SELECT v, count(*) FROM pgcatalog_entries e, "
                    "jsonb_array_elements(CASE WHEN jsonb_typeof(e.idx -> %s)"
@@ -137,7 +148,7 @@ class IndexData:
             values.sort(key=lambda item: item[0])
         except TypeError:
             values.sort(key=lambda item: repr(item[0]))
-        return values
+        return tuple(values)
 
     def uniqueValues(self, name=None, withLengths=0):
         if name is None:

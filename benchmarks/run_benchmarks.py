@@ -966,7 +966,7 @@ def main(argv=None):
     p.add_argument("--env", action="append")
     p.set_defaults(func=run_backend, profile_report=None)
 
-    # level1 (and its concurrency run) live in benchmarks/level1.py
+    # level1 (and its concurrency run) live in the package benchmarks/level1/
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import level1
     level1.add_parsers(sub)

@@ -1,0 +1,198 @@
+"""The parent process of ``level1`` / ``concurrency``: per scale and backend a
+database, a ``_level1_build`` and a ``_level1_query`` child; then the
+parity check, the report, the charts and the JSON.  Also ``level1-report``
+(:func:`run_merge`), the same from saved JSON files."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+from .charts import write_charts
+from .common import (BACKENDS, BENCHMARKS, log, parse_list,
+                     run_benchmarks_module, source_state, write_json)
+from .databases import db_name, named_database, private_server, stored_build
+from .parity import check_parity
+from .report import format_report
+
+
+def run_child(cmd, env, result_file):
+    proc = subprocess.run(cmd, env=env)
+    if proc.returncode != 0:
+        return None, "exit code %d" % proc.returncode
+    with open(result_file) as f:
+        return json.load(f), None
+
+
+def run_parent(args):
+    from plone.pgcatalog import pgserver
+    rb = run_benchmarks_module()
+    here = os.path.join(BENCHMARKS, "run_benchmarks.py")
+    scales = parse_list(args.scales)
+    backends = [b for b in parse_list(args.backends, str)]
+    for b in backends:
+        if b not in BACKENDS:
+            raise SystemExit("unknown backend %r" % b)
+    args.threads_list = parse_list(args.concurrency_threads) \
+        if args.concurrency_threads else []
+    conc_scales = (parse_list(args.concurrency_scales)
+                   if args.concurrency_scales else scales)
+    if args.private_server:
+        server = private_server(args.private_server,
+                                args.max_locks_per_transaction)
+    else:
+        server = pgserver.server_dsn()
+    env_info = rb._environment(server)
+    env_info["private_server"] = args.private_server
+    if args.private_server:
+        env_info["max_locks_per_transaction"] = \
+            args.max_locks_per_transaction
+    env_info["source"] = source_state()
+    log("level1: scales %s, backends %s, PostgreSQL %s over %s" % (
+        scales, backends, env_info["postgresql"], env_info["connection"]))
+    started = time.time()
+    data = {}        # scale -> backend -> {"build":..., "query":...}
+    failures = []
+    skipped = []
+    for scale in scales:
+        data[scale] = {}
+        for backend in backends:
+            if backend == "zcatalog" and args.zcatalog_max_scale and \
+                    scale > args.zcatalog_max_scale:
+                skipped.append((scale, backend, "above --zcatalog-max-scale"))
+                log("skipping zcatalog at %d (--zcatalog-max-scale %d)"
+                     % (scale, args.zcatalog_max_scale))
+                continue
+            name = db_name(backend, scale, args.seed)
+            dsn, existed = named_database(server, name,
+                                           args.reuse_databases)
+            env = dict(os.environ)
+            env.pop("PGCATALOG_DSN", None)
+            if backend == "pgcatalog":
+                env["PGCATALOG_DSN"] = dsn
+            pg_env = []
+            for item in (args.pg_env or ()) if backend == "pgcatalog" else ():
+                pg_env += ["--env", item]
+            fd, result_file = tempfile.mkstemp(prefix="l1-", suffix=".json")
+            os.close(fd)
+            entry = {}
+            try:
+                build = stored_build(dsn, backend, scale, args.seed) \
+                    if existed else None
+                if build is None:
+                    if existed:
+                        dsn, _ = named_database(server, name, False)
+                        if backend == "pgcatalog":
+                            env["PGCATALOG_DSN"] = dsn
+                    log("%s %d: building in database %s" % (
+                        backend, scale, name))
+                    build, why = run_child(
+                        [sys.executable, here, "_level1_build", "--name",
+                         backend, "--dsn", dsn, "--scale", str(scale),
+                         "--seed", str(args.seed),
+                         "--commit-every", str(args.commit_every),
+                         "--build-cache-size", str(args.build_cache_size),
+                         "--max-modified-objects",
+                         str(args.max_modified_objects),
+                         "--result-file", result_file] + pg_env, env,
+                        result_file)
+                    if build is None:
+                        failures.append("%s %d build: %s" % (backend, scale,
+                                                             why))
+                        continue
+                else:
+                    log("%s %d: reusing the catalog built in %s" % (
+                        backend, scale, name))
+                entry["build"] = build
+                cmd = [sys.executable, here, "_level1_query", "--name",
+                       backend, "--dsn", dsn, "--scale", str(scale),
+                       "--seed", str(args.seed),
+                       "--cache-size", str(args.cache_size),
+                       "--iterations", str(args.iterations),
+                       "--warmup", str(args.warmup),
+                       "--parity-max-paths", str(args.parity_max_paths),
+                       "--max-seconds-per-query",
+                       str(args.max_seconds_per_query),
+                       "--concurrency-duration",
+                       str(args.concurrency_duration),
+                       "--concurrency-warmup", str(args.concurrency_warmup),
+                       "--result-file", result_file] + pg_env
+                if args.threads_list and scale in conc_scales:
+                    cmd += ["--threads", ",".join(map(str,
+                                                      args.threads_list))]
+                if args.skip_queries:
+                    cmd.append("--skip-queries")
+                if args.only:
+                    cmd += ["--only", args.only]
+                query, why = run_child(cmd, env, result_file)
+                if query is None:
+                    failures.append("%s %d queries: %s" % (backend, scale,
+                                                           why))
+                else:
+                    entry["query"] = query
+            finally:
+                os.unlink(result_file)
+                if entry:
+                    data[scale][backend] = entry
+                if not (args.keep_databases or args.reuse_databases):
+                    pgserver.drop_database(dsn)
+    env_info["loadavg_end"] = os.getloadavg()
+    parity = check_parity(data, args)
+    report = format_report(data, parity, failures, skipped, env_info, args)
+    print(report)
+    chart_files = []
+    if args.chart:
+        try:
+            chart_files = write_charts(data, args.chart)
+            log("wrote", ", ".join(chart_files))
+        except ImportError as exc:
+            log("no chart (%s): pip install matplotlib" % exc)
+    if args.output:
+        write_json(args.output, {
+            "benchmark": "level1" if not args.skip_queries else "concurrency",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "duration_s": time.time() - started,
+            "environment": env_info,
+            "arguments": {k: v for k, v in vars(args).items()
+                          if k != "func"},
+            "results": {str(s): v for s, v in data.items()},
+            "failures": failures, "skipped": skipped,
+            "parity": parity, "table": report, "charts": chart_files,
+        })
+        log("wrote", args.output)
+    return 1 if failures or not parity["ok"] else 0
+
+
+def run_merge(args):
+    """Report, parity and charts of several level1 JSON outputs together
+    (e.g. a 10k/100k run and a separate 1M run); later files win for the
+    same scale and backend."""
+    data, failures, skipped, env_info, arguments = {}, [], [], None, None
+    for name in args.files:
+        with open(name) as f:
+            run = json.load(f)
+        env_info = env_info or run["environment"]
+        arguments = arguments or run["arguments"]
+        for scale, per in run["results"].items():
+            data.setdefault(int(scale), {}).update(per)
+        failures += run.get("failures", [])
+        skipped += [tuple(x) for x in run.get("skipped", [])]
+    done = {(s, b) for s, per in data.items() for b in per}
+    skipped = [x for x in skipped if (x[0], x[1]) not in done]
+    arguments["scales"] = ",".join(str(s) for s in sorted(data))
+    ns = types.SimpleNamespace(**arguments)
+    parity = check_parity(data, ns)
+    report = format_report(data, parity, failures, skipped, env_info, ns)
+    report = "(merged from %s)\n" % ", ".join(args.files) + report
+    print(report)
+    charts = write_charts(data, args.chart) if args.chart else []
+    if args.output:
+        write_json(args.output, {
+            "benchmark": "level1", "merged_from": args.files,
+            "environment": env_info, "arguments": arguments,
+            "results": {str(s): v for s, v in data.items()},
+            "failures": failures, "skipped": skipped, "parity": parity,
+            "table": report, "charts": charts})
+    return 1 if failures or not parity["ok"] else 0

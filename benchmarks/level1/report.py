@@ -1,0 +1,190 @@
+"""The text report: per scale a table of query times for both engines, the
+build cost, the concurrency runs, the bar, and the parity verdict."""
+import os
+
+from .common import BACKENDS, RENDER_BRAINS, run_benchmarks_module
+from .queries import VARIANTS
+
+
+def _q(per, backend, qid, mode="render", stat="median_ms"):
+    try:
+        return per[backend]["query"]["queries"][qid][mode][stat]
+    except (KeyError, TypeError):
+        return None
+
+
+def format_report(data, parity, failures, skipped, env_info, args):
+    rb = run_benchmarks_module()
+    fmt = rb._fmt
+    lines = []
+    lines.append(
+        "level1: scales %s | cache-size %d (queries), %d (build) | commit "
+        "every %d | %d iterations (+%d warm-up) | %s (%s cores) | "
+        "PostgreSQL %s over %s | Python %s" % (
+            args.scales, args.cache_size, args.build_cache_size,
+            args.commit_every, args.iterations, args.warmup,
+            env_info["cpu_model"], env_info["cpu_count"],
+            env_info["postgresql"], env_info["connection"],
+            env_info["python"]))
+    lines.append("load average (1/5/15 min) at start %s, at end %s%s" % (
+        "/".join("%.2f" % x for x in env_info["loadavg_start"]),
+        "/".join("%.2f" % x for x in env_info["loadavg_end"]),
+        "  <- busy machine: timings are noisy"
+        if max(env_info["loadavg_start"][0], env_info["loadavg_end"][0])
+        > (os.cpu_count() or 1) * 0.75 else ""))
+    src = env_info.get("source") or {}
+    lines.append("plone.pgcatalog source: commit %s%s" % (
+        (src.get("commit") or "?")[:12],
+        " + uncommitted src changes (sha256 %s)" % src["src_diff_sha256"][:12]
+        if src.get("src_diff_sha256") else ""))
+    bar = []
+    for scale in sorted(data):
+        per = data[scale]
+        names = [b for b in BACKENDS if b in per and "query" in per[b]]
+        if not names:
+            continue
+        any_q = per[names[0]]["query"]["queries"]
+        if not any_q:
+            continue
+        lines.append("")
+        lines.append("== %d entries: ms, median (p95); len = search + "
+                     "len(), page = + first %d brains rendered ==" % (
+                         scale, RENDER_BRAINS))
+        header = ["query", "count"]
+        for b in names:
+            header += ["%s len" % b[:2], "%s page" % b[:2]]
+        both = len(names) == 2
+        if both:
+            header += ["pg/zc len", "pg/zc page"]
+        rows = [header]
+        for qid, q in any_q.items():
+            cells = ["%s %s" % (qid, q["label"]), "%s%s" % (
+                q["count"], "*" if len(q["variants"]) > 1 else "")]
+            for b in names:
+                for mode in ("len", "render"):
+                    m = _q(per, b, qid, mode)
+                    p = _q(per, b, qid, mode, "p95_ms")
+                    cells.append("%s (%s)" % (fmt(m), fmt(p)))
+            if both:
+                for mode in ("len", "render"):
+                    zc = _q(per, "zcatalog", qid, mode)
+                    pg = _q(per, "pgcatalog", qid, mode)
+                    cells.append("%.2fx" % (pg / zc) if zc and pg else "-")
+            rows.append(cells)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        lines.append("(* %d variants used in turn: other folders, items, "
+                     "UIDs, windows; count shown for the first)" % VARIANTS)
+        for k, r in enumerate(rows):
+            lines.append("  ".join(c.ljust(widths[i]) if i == 0 else
+                                   c.rjust(widths[i])
+                                   for i, c in enumerate(r)))
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        # the bar (for information)
+        if "pgcatalog" in names:
+            pgq = per["pgcatalog"]["query"]["queries"]
+            slowest = max(pgq, key=lambda k: pgq[k]["render"]["median_ms"])
+            lines.append("slowest pgcatalog query (page median): %s %.2f ms"
+                         % (slowest, pgq[slowest]["render"]["median_ms"]))
+            if both:
+                ratios = {qid: _q(per, "pgcatalog", qid) /
+                          _q(per, "zcatalog", qid) for qid in pgq
+                          if _q(per, "zcatalog", qid)}
+                over = sorted((r, qid) for qid, r in ratios.items()
+                              if r > 0.2)
+                lines.append("queries above 0.2x ZCatalog (page median): %s"
+                             % (", ".join("%s %.2fx" % (qid, r)
+                                          for r, qid in over) or "none"))
+                if scale == 100000:
+                    bar.append("100,000: every query <= 0.2x ZCatalog: %s"
+                               % ("yes" if not over else "NO (%d of %d)"
+                                  % (len(over), len(ratios))))
+            if scale == 1000000:
+                bar.append("1,000,000: slowest pgcatalog query < 20 ms: %s "
+                           "(%s %.2f ms)" % (
+                               "yes" if pgq[slowest]["render"]["median_ms"]
+                               < 20 else "NO", slowest,
+                               pgq[slowest]["render"]["median_ms"]))
+    # build cost
+    lines.append("")
+    lines.append("== building the catalogs ==")
+    header = ["scale", "backend", "build s", "entries/s", "catalog_object s",
+              "commit s", "VACUUM ANALYZE s", "DB MB", "ZODB MB",
+              "ZODB objects", "pgcatalog MB", "max RSS MB"]
+    rows = [header]
+    for scale in sorted(data):
+        for b in BACKENDS:
+            build = data[scale].get(b, {}).get("build")
+            if not build:
+                continue
+            s = build["sizes"]
+            rows.append([str(scale), b + (" (reused)" if build.get("reused")
+                                          else ""),
+                         fmt(build["build_s"]), fmt(build["entries_per_s"]),
+                         fmt(build["catalog_object_s"]),
+                         fmt(build["commit_s"]),
+                         fmt(build["vacuum_analyze_s"]),
+                         fmt(s["database_bytes"] / 1e6),
+                         fmt(s["zodb_bytes"] / 1e6), str(s["zodb_objects"]),
+                         fmt(s["pgcatalog_bytes"] / 1e6),
+                         fmt(build["maxrss_mb"])])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for k, r in enumerate(rows):
+        lines.append("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    # concurrency
+    conc_rows = []
+    for scale in sorted(data):
+        for b in BACKENDS:
+            c = data[scale].get(b, {}).get("query", {}).get("concurrency")
+            if not c:
+                continue
+            runs = c["runs"]
+            conc_rows.append([str(scale), b] + [
+                "%s (%s ms)" % (fmt(runs[t]["qps"]),
+                                fmt(runs[t]["latency"].get("median_ms")))
+                for t in sorted(runs, key=int)])
+            threads = sorted(runs, key=int)
+    if conc_rows:
+        lines.append("")
+        lines.append("== concurrency: queries/s (median latency) from T "
+                     "threads of one process; mix: %s; %ss per run after "
+                     "%ss warm-up ==" % (
+                         ",".join(c["mix"]), c["duration_s"], c["warmup_s"]))
+        header = ["scale", "backend"] + ["T=%s" % t for t in threads]
+        rows = [header] + conc_rows
+        widths = [max(len(r[i]) if i < len(r) else 0 for r in rows)
+                  for i in range(len(header))]
+        for k, r in enumerate(rows):
+            lines.append("  ".join(c.rjust(widths[i])
+                                   for i, c in enumerate(r)))
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+    for scale in sorted(data):
+        pg = data[scale].get("pgcatalog", {})
+        if pg.get("build") and pg.get("query") and \
+                pg["build"].get("source") != pg["query"].get("source"):
+            lines.append("WARNING: at %d the pgcatalog catalog was built by "
+                         "another plone.pgcatalog source than the one that "
+                         "queried it" % scale)
+    for s, b, why in skipped:
+        lines.append("SKIPPED %s at %d: %s" % (b, s, why))
+    for f in failures:
+        lines.append("FAILED: %s (see its output above)" % f)
+    if bar:
+        lines.append("")
+        lines.append("bar (for information): " + "; ".join(bar))
+    seen = {}
+    for note in parity["notes"]:
+        seen[note] = seen.get(note, 0) + 1
+    for note, k in seen.items():
+        lines.append("parity note: %s%s" % (note, " (%d variants)" % k
+                                            if k > 1 else ""))
+    if parity["ok"]:
+        lines.append("PARITY: OK (%d checks)" % parity["checks"])
+    else:
+        lines.append("PARITY: FAILED (%d problems)" % len(parity["problems"]))
+        for p in parity["problems"]:
+            lines.append("  PARITY FAILURE: " + p)
+    return "\n".join(lines)

@@ -274,45 +274,78 @@ class TestTransactions(unittest.TestCase):
         self.assertIn("gamma", self._subjects())
 
 
-class TestStatementShapes(unittest.TestCase):
-    """Small catalogs get a page and its count from one scan, large ones
-    from a count plus a top-N scan: both must answer alike."""
+class TestPagedResults(unittest.TestCase):
+    """A page (b_size / sort_limit) is fetched alone; its total
+    (actual_result_count) is counted when first read, or known at once
+    when the page is the tail of the answer."""
     layer = PGCATALOG_INTEGRATION_TESTING
 
-    def test_small_and_large_forms_agree(self):
-        from plone.pgcatalog import tool as tool_module
+    def setUp(self):
         portal = self.layer["portal"]
         setRoles(portal, TEST_USER_ID, ["Manager"])
         login(portal, TEST_USER_NAME)
         for i in range(12):
-            portal.invokeFactory("Document", "d%02d" % i, title="T %d" % (i % 5))
-        catalog = portal.portal_catalog
-        queries = [
-            dict(portal_type="Document", b_size=5),
-            dict(portal_type="Document", b_start=5, b_size=5),
-            dict(sort_on="sortable_title", b_start=2, b_size=4),
-            dict(sort_on="created", sort_order="reverse", b_size=3),
-            dict(portal_type="Document", sort_limit=4, sort_on="getId"),
-            dict(portal_type="Document", b_start=50, b_size=5),
-        ]
+            portal.invokeFactory("Document", "d%02d" % i,
+                                 title="T %d" % (i % 5))
+        self.catalog = portal.portal_catalog
+        self.catalog(portal_type="Document")     # flush the indexing queue
 
-        def answers():
-            return [([b.getPath() for b in catalog(**q)],
-                     catalog(**q).actual_result_count) for q in queries]
+    def _statements(self, func):
+        """``func()``'s result and the catalog statements it ran."""
+        session = self.catalog._pgc_session()
+        seen = []
+        original = session.execute
 
-        saved = (tool_module.SMALL_CATALOG, dict(tool_module._table_size))
+        def execute(sql, *args, **kw):
+            seen.append(sql)
+            return original(sql, *args, **kw)
+
+        session.execute = execute
         try:
-            tool_module._table_size.clear()
-            tool_module.SMALL_CATALOG = 10 ** 12
-            small = answers()
-            tool_module._table_size.clear()
-            tool_module.SMALL_CATALOG = -1
-            large = answers()
+            return func(), seen
         finally:
-            tool_module.SMALL_CATALOG = saved[0]
-            tool_module._table_size.clear()
-            tool_module._table_size.update(saved[1])
-        self.assertEqual(small, large)
-        self.assertEqual(small[0][1], 12)
-        self.assertEqual(len(small[1][0]), 5)
-        self.assertEqual(small[5], ([], 12))
+            del session.execute
+
+    def test_pages_and_totals(self):
+        catalog = self.catalog
+        everything = [b.getPath() for b in catalog(portal_type="Document")]
+        by_title = [b.getPath() for b in catalog(portal_type="Document",
+                                                  sort_on="sortable_title")]
+        cases = [
+            (dict(portal_type="Document", b_size=5), everything[:5], 12),
+            (dict(portal_type="Document", b_start=5, b_size=5),
+             everything[5:10], 12),
+            (dict(portal_type="Document", b_start=10, b_size=5),
+             everything[10:], 12),
+            (dict(portal_type="Document", sort_on="sortable_title",
+                  b_start=2, b_size=4), by_title[2:6], 12),
+            (dict(portal_type="Document", sort_on="sortable_title",
+                  sort_limit=4), by_title[:4], 12),
+            (dict(portal_type="Document", b_start=50, b_size=5), [], 12),
+            (dict(portal_type="Nothing", b_size=5), [], 0),
+        ]
+        for query, page, total in cases:
+            results = catalog(**query)
+            self.assertEqual([b.getPath() for b in results], page, query)
+            self.assertEqual(len(results), len(page), query)
+            self.assertEqual(results.actual_result_count, total, query)
+
+    def test_total_counted_only_when_read(self):
+        catalog = self.catalog
+        results, ran = self._statements(
+            lambda: catalog(portal_type="Document", sort_on="created",
+                            b_size=3))
+        self.assertEqual(len(ran), 1)
+        self.assertEqual(len(results), 3)
+        total, ran = self._statements(lambda: results.actual_result_count)
+        self.assertEqual(total, 12)
+        self.assertEqual(len(ran), 1)
+        self.assertIn("count(*)", ran[0])
+        again, ran = self._statements(lambda: results.actual_result_count)
+        self.assertEqual((again, ran), (12, []))
+        # a short last page: the total is known without counting
+        tail, ran = self._statements(
+            lambda: catalog(portal_type="Document", b_start=10,
+                            b_size=5).actual_result_count)
+        self.assertEqual(tail, 12)
+        self.assertEqual(len(ran), 1)

@@ -102,7 +102,7 @@ class Plan:
 
     __slots__ = ("empty", "sql", "params", "limited", "b_start", "b_size",
                  "scored", "python_sort", "sort_specs", "reverse",
-                 "score_sql", "score_params")
+                 "score_sql", "score_params", "count_sql", "count_params")
 
     def __init__(self):
         self.empty = False
@@ -114,21 +114,21 @@ class Plan:
         self.scored = False
         self.score_sql = None  # deferred relevance ordering (see results)
         self.score_params = None
+        # a page's total (actual_result_count), counted when first asked
+        self.count_sql = None
+        self.count_params = None
         self.python_sort = None
         self.sort_specs = None
         self.reverse = None
 
 
-def compile_search(catalog, cid, query, text_stats=None, small=False,
-                   text_df=None):
+def compile_search(catalog, cid, query, text_stats=None, text_df=None):
     """Compile a merged query dict (after the tool's security additions).
 
     ``text_stats(index_id) -> (documents, words)`` gives text indexes their
     collection statistics (Okapi BM25) without counting them per query;
     ``text_df(index_id, tsquery) -> documents`` their words' document
-    frequencies.
-    ``small``: the catalog tables are small (a page and its count come from
-    one scan)."""
+    frequencies."""
     plan = Plan()
     sort_indexes = sort_indexes_for(catalog, query)
     sort_limit = get_sort_attr("limit", query)
@@ -192,13 +192,12 @@ def compile_search(catalog, cid, query, text_stats=None, small=False,
             order_params.extend(sqc.params)
         order.append(_tie_break(reverse))
         _ordered_sql(plan, " AND ".join(where), params_where,
-                     ", ".join(order), order_params, small)
+                     ", ".join(order), order_params)
     elif qc.rank_exprs:
         plan.scored = True
         _scored_sql(plan, " AND ".join(where), params_where, qc)
     else:
-        _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [],
-                     small)
+        _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [])
     return plan
 
 
@@ -215,53 +214,25 @@ def _tie_break(reverse):
     return "e.rid"
 
 
-def _ordered_sql(plan, where_sql, params_where, order_sql, order_params,
-                 small=False):
-    if plan.b_size is not None and small:
-        # A small catalog: one scan gives the count and the page (cheaper
-        # than a count plus a top-N scan when the whole match is small).
-        plan.limited = True
-        # sort keys computed in a subquery: the sort then moves (rid, keys)
-        # only, not whole rows
-        keys, outer = _sort_columns(order_sql)
-        plan.sql = (
-            "SELECT count(*), (array_agg(s.rid ORDER BY %s))[%%s:%%s] FROM "
-            "(SELECT e.rid%s FROM pgcatalog_entries e WHERE %s OFFSET 0) s"
-            % (outer, keys, where_sql))
-        plan.params = (order_params + [plan.b_start + 1,
-                                       plan.b_start + plan.b_size]
-                       + params_where)
-    elif plan.b_size is not None:
+def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
+    if plan.b_size is not None:
+        # A page: its rids now (a top-N the planner can take from an index);
+        # the total (``actual_result_count``) only when someone asks for it
+        # (results.PGLazyMap), or known at once when the page is the tail.
         plan.limited = True
         plan.sql = (
-            "SELECT (SELECT count(*) FROM pgcatalog_entries e WHERE %s), "
-            "ARRAY(SELECT e.rid FROM pgcatalog_entries e WHERE %s "
-            "ORDER BY %s LIMIT %%s OFFSET %%s)" % (
-                where_sql, where_sql, order_sql))
-        plan.params = (params_where + params_where + order_params
+            "SELECT ARRAY(SELECT e.rid FROM pgcatalog_entries e WHERE %s "
+            "ORDER BY %s LIMIT %%s OFFSET %%s)" % (where_sql, order_sql))
+        plan.params = (params_where + order_params
                        + [plan.b_size, plan.b_start])
+        plan.count_sql = ("SELECT count(*) FROM pgcatalog_entries e WHERE %s"
+                          % where_sql)
+        plan.count_params = params_where
     else:
         plan.sql = (
             "SELECT count(*), array_agg(e.rid ORDER BY %s) "
             "FROM pgcatalog_entries e WHERE %s" % (order_sql, where_sql))
         plan.params = order_params + params_where
-
-
-def _sort_columns(order_sql):
-    """``(select list, outer ORDER BY)`` for an ORDER BY over ``e``:
-    each sort expression becomes a column ``k<n>`` of a subquery."""
-    keys, outer = [], []
-    for n, item in enumerate(_split_exprs(order_sql)):
-        direction = ""
-        for suffix in (" DESC", " ASC"):
-            if item.endswith(suffix):
-                item, direction = item[:-len(suffix)], suffix
-        if item == "e.rid":
-            outer.append("s.rid" + direction)
-            continue
-        keys.append(", %s AS k%d" % (item, n))
-        outer.append("s.k%d%s" % (n, direction))
-    return "".join(keys), ", ".join(outer)
 
 
 def _scored_sql(plan, where_sql, params_where, qc):

@@ -8,6 +8,7 @@ import orjson
 from Missing import MV
 from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
+from ZTUtils.Lazy import _marker
 
 
 
@@ -90,19 +91,46 @@ class BrainFactory:
 
 class PGLazyMap(LazyMap):
     """LazyMap of brains (a LazyMap subclass: adapters registered for
-    LazyMap apply)."""
+    LazyMap apply).
+
+    A page (``b_size`` / ``sort_limit``) is fetched without its total:
+    ``actual_result_count`` runs the count statement the first time it is
+    read (a listing that shows no total never pays for counting every
+    match)."""
+
+    _pgc_count = None
+
+    def __init__(self, func, seq, length=None, actual_result_count=None,
+                 count=None):
+        super().__init__(func, seq, length, actual_result_count)
+        if count is not None and actual_result_count is None:
+            self._pgc_count = count
+            self._rlen = _marker
+
+    @property
+    def actual_result_count(self):
+        if self._rlen is _marker:
+            count, self._pgc_count = self._pgc_count, None
+            self._rlen = count() if count is not None else len(self)
+        return self._rlen
+
+    @actual_result_count.setter
+    def actual_result_count(self, value):
+        self._rlen = value
 
 
 def empty_result(actual_result_count=0):
     return LazyCat([], 0, actual_result_count)
 
 
-def make_results(tool, rids, actual_result_count, scores=None):
-    if not rids and not actual_result_count:
+def make_results(tool, rids, actual_result_count, scores=None, count=None):
+    """Brains of ``rids``; ``count()``, when given instead of
+    ``actual_result_count``, counts the total on first use."""
+    if not rids and not actual_result_count and count is None:
         return LazyCat([])
     factory = BrainFactory(tool, rids, scores)
     return PGLazyMap(factory, rids, len(rids),
-                     actual_result_count=actual_result_count)
+                     actual_result_count=actual_result_count, count=count)
 
 
 class RelevanceOrder:

@@ -9,6 +9,7 @@ uncatalog_object and CMFCore's queued indexObject/reindexObject/
 unindexObject) buffers writes in the transaction's
 :class:`plone.pgcatalog.db.CatalogSession`.
 """
+import functools
 import threading
 import time
 import uuid
@@ -66,12 +67,6 @@ TEXT_DF_MAX = 20000
 #: (dsn, cid, ...) -> (catalog stamp, value): see _pgc_stamped
 _stamped = {}
 STAMPED_MAX = 1000
-#: dsn -> (expiry, estimated rows of pgcatalog_entries)
-_table_size = {}
-SIZE_TTL = 60.0
-#: below this many entries (all catalogs of the database), a page and its
-#: count come from one scan; above, a count plus an index-ordered top-N
-SMALL_CATALOG = 20000
 
 
 def safe_callable(ob):
@@ -296,14 +291,20 @@ class PGCatalogTool(UniqueObject, Folder):
     def _pgc_search(self, query):
         plan = compile_search(self._catalog, self._pgc_cid(), query,
                               text_stats=self._pgc_text_stats,
-                              text_df=self._pgc_text_df,
-                              small=self._pgc_small())
+                              text_df=self._pgc_text_df)
         if plan.empty:
             return empty_result()
         if plan.python_sort:
             return self._pgc_python_sorted(plan)
         row = self._pgc_session().execute(plan.sql, plan.params,
                                           binary=True).fetchone()
+        if plan.count_sql is not None:
+            rids = row[0] or []
+            if len(rids) < plan.b_size and (rids or not plan.b_start):
+                # the page is the tail (or nothing matched): total known
+                return make_results(self, rids, plan.b_start + len(rids))
+            return make_results(self, rids, None, count=functools.partial(
+                self._pgc_count, plan.count_sql, plan.count_params))
         count = row[0]
         rids = row[1] or []
         if plan.score_sql is not None:
@@ -321,18 +322,9 @@ class PGCatalogTool(UniqueObject, Folder):
             rids = rids[plan.b_start:plan.b_start + plan.b_size]
         return make_results(self, rids, count, scores)
 
-    def _pgc_small(self):
-        """Whether the entries table is small (PostgreSQL's row estimate,
-        read at most every SIZE_TTL seconds per process)."""
-        session = self._pgc_session()
-        found = _table_size.get(session.dsn)
-        now = time.monotonic()
-        if found is None or found[0] < now:
-            rows = session.execute(
-                "SELECT reltuples FROM pg_class WHERE oid = "
-                "'pgcatalog_entries'::regclass").fetchone()[0]
-            found = _table_size[session.dsn] = (now + SIZE_TTL, rows)
-        return found[1] < SMALL_CATALOG
+    def _pgc_count(self, sql, params):
+        """A page's total, counted when ``actual_result_count`` is read."""
+        return self._pgc_session().execute(sql, params).fetchone()[0]
 
     def _pgc_text_stats(self, name):
         """``(documents, total words)`` of text index ``name`` (Okapi's

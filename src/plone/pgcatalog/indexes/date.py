@@ -133,6 +133,10 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     def _pgc_expr(self, alias="e"):
         return "((%s.idx -> %s)::bigint)" % (alias, self._pgc_key_literal)
 
+    def pgc_present_sql(self):
+        # the expression of the bigint index (its statistics)
+        return "(%s IS NOT NULL)" % self._pgc_expr()
+
     # -- value SQL (one number per document) --------------------------------
     def _pgc_any_sql(self, expr, values, qc):
         values = sorted(set(values))

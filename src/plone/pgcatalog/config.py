@@ -50,11 +50,11 @@ PLAN_CACHE_MODES = ("auto", "force_generic_plan", "force_custom_plan")
 
 def get_plan_cache_mode():
     """PostgreSQL ``plan_cache_mode`` for catalog connections (default
-    ``force_generic_plan``; ``PGCATALOG_PLAN_CACHE_MODE`` / product-config
+    ``auto``; ``PGCATALOG_PLAN_CACHE_MODE`` / product-config
     ``plan-cache-mode`` to change)."""
     value = (_product_config().get("plan-cache-mode")
              or os.environ.get("PGCATALOG_PLAN_CACHE_MODE")
-             or "force_generic_plan")
+             or "auto")
     if value not in PLAN_CACHE_MODES:
         raise ConfigurationError(
             "plan-cache-mode must be one of %s, not %r"

@@ -80,8 +80,11 @@ def commit_generation():
 
 def _configure(conn):
     set_json_loads(orjson.loads, conn)
-    # Catalog statements are few shapes run very often: plan each prepared
-    # statement once (planning costs more than running them on most sites).
+    # Prepared statements; ``auto`` lets PostgreSQL keep a generic plan
+    # where it is as good as the custom ones (lookups: no planning per
+    # call) and plan per call where the values matter (a top-N by date
+    # under a security filter: 0.4 ms custom vs 15 ms generic, 10,000
+    # entries).
     conn.execute("SET plan_cache_mode = %s" % config.get_plan_cache_mode())
     # A catalog row locked by another transaction is waited for at most
     # this long, then the request fails with a ConflictError and Zope

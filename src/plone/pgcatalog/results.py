@@ -150,7 +150,7 @@ class RelevanceOrder:
         if self.ordered is None:
             row = self.tool._pgc_session().execute(
                 self.sql, list(self.params) + [list(self.rids)],
-                binary=True).fetchone()
+                prepare=False, binary=True).fetchone()
             pairs = list(zip(row[1] or [], row[0] or []))
             # relevance descending, equal scores newest rid first (as
             # ZCatalog's byValue)

@@ -70,10 +70,15 @@ def range_bounds(iq, keys):
     return lo, hi
 
 
-def compare_sql(expr, text_expr, value, op, qc):
+def compare_sql(expr, text_expr, value, op, qc, kind_expr=None):
     """``expr op value`` with ZCatalog's (Python's) ordering: strings by
-    code point, numbers numerically; other types never compare."""
+    code point, numbers numerically; other types never compare.
+    ``kind_expr`` (``sort_kind_sql``), when given, says "is a string" the
+    way the sort index does, so string ranges use that index."""
     if isinstance(value, str):
+        if kind_expr is not None:
+            return "(%s IS NULL AND %s %s %s)" % (
+                kind_expr, text_expr, op, qc.param(value))
         return "(jsonb_typeof(%s) = 'string' AND %s %s %s)" % (
             expr, text_expr, op, qc.param(value))
     if isinstance(value, bool):
@@ -112,10 +117,10 @@ def value_where(index, iq, qc, convert=None):
             lo, hi = bounds
             if lo is not None:
                 parts.append(compare_sql(expr, index.pgc_text_sql(), lo,
-                                         ">=", qc))
+                                         ">=", qc, sort_kind_sql(index)))
             if hi is not None:
                 parts.append(compare_sql(expr, index.pgc_text_sql(), hi,
-                                         "<=", qc))
+                                         "<=", qc, sort_kind_sql(index)))
             if lo is None and hi is None:
                 parts.append(index.pgc_present_sql())
         else:
@@ -165,9 +170,30 @@ def not_only_sql(index, not_values, has_range, qc, any_sql):
                                         excluded_x))
 
 
+def sort_kind_sql(index):
+    """NULL for a string value, else the value itself (JSON order): the
+    first sort key, so non-strings come first in their JSON order and
+    strings follow by code point (Python's order for the values ZCatalog
+    can sort together)."""
+    expr = index.pgc_key_sql()
+    return "(CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END)" % (
+        expr, expr)
+
+
 def sort_sql(index):
     """Order by the stored value with Python's ordering: numbers/booleans
-    by their JSON order, strings by code point."""
-    expr = index.pgc_key_sql()
-    return ("CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END, %s"
-            % (expr, expr, index.pgc_text_sql()))
+    by their JSON order, strings by code point.  The value indexes' B-tree
+    ``(cid, sort_kind_sql, pgc_text_sql)`` gives this order (a page of a
+    title-sorted listing is read from the index) and serves string
+    ranges."""
+    return "%s, %s" % (sort_kind_sql(index), index.pgc_text_sql())
+
+
+def sort_index_ddl(index, table):
+    """The B-tree of ``sort_sql`` (see there), for ``pgc_ddl``."""
+    from plone.pgcatalog.schema import index_name
+    kind = sort_kind_sql(index).replace("e.idx", "idx")
+    text = index.pgc_text_sql().replace("e.idx", "idx")
+    return "CREATE INDEX IF NOT EXISTS %s ON %s (cid, %s, %s)" % (
+        index.pgc_compose(index_name("fieldsort", index.getId())), table,
+        kind, text)

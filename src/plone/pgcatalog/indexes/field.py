@@ -29,8 +29,5 @@ class PGFieldIndex(ValueIndex, FieldIndex):
             "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
                 self.pgc_compose(index_name("field", name)), table,
                 self._pgc_key_literal),
-            'CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx ->> %s) '
-            'COLLATE "C"))' % (
-                self.pgc_compose(index_name("fieldtext", name)), table,
-                self._pgc_key_literal),
+            common.sort_index_ddl(self, table),
         ]

@@ -221,6 +221,8 @@ def run():
     check(db, "lock wait bounded, conflict raised", checks)
 
     db.close()
+    pgc_db.close_pools()
+    pgserver.drop_database(dsn)     # a throwaway: do not leave it behind
     print(json.dumps({"ok": True, "checks": checks}))
 
 

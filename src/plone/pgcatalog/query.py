@@ -263,10 +263,12 @@ def _scored_sql(plan, where_sql, params_where, qc):
         plan.params = params_where
         # scores computed once per row (OFFSET 0 keeps the subquery from
         # being flattened into several evaluations); ordered in Python
+        # (the rank expressions only read ``e.rid``: the matched rids are
+        # enough, the entries themselves are not read again)
         plan.score_sql = (
             "SELECT array_agg(s.rid), array_agg(s.score) FROM (SELECT e.rid, "
-            "(%s)::float8 AS score FROM pgcatalog_entries e "
-            "WHERE e.rid = ANY(%%s) OFFSET 0) s" % rank)
+            "(%s)::float8 AS score FROM unnest(%%s::bigint[]) AS e(rid) "
+            "OFFSET 0) s" % rank)
         plan.score_params = rank_params
 
 

@@ -22,6 +22,11 @@ def _meta_type(conn):
         "'pgcatalog_meta'::regclass AND attname = 'meta'").fetchone()[0]
 
 
+def _text_options(conn):
+    return conn.execute("SELECT reloptions FROM pg_class WHERE oid = "
+                        "'pgcatalog_text'::regclass").fetchone()[0]
+
+
 def _has_stamp(conn):
     return conn.execute(
         "SELECT count(*) FROM pg_attribute WHERE attrelid = "
@@ -35,6 +40,7 @@ def test_fresh_database_gets_current_version(conn):
         "SELECT version FROM pgcatalog_schema").fetchall() == [
             (schema.SCHEMA_VERSION,)]
     assert _meta_type(conn) == "json"
+    assert _text_options(conn) == ["toast_tuple_target=8160"]
     # idempotent
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 
@@ -43,8 +49,10 @@ def test_version_1_metadata_migrated_to_json(conn):
     # the version 1 layout: metadata as jsonb
     for stmt in schema.BASE_DDL:
         stmt = stmt.replace("meta json NOT NULL", "meta jsonb NOT NULL")
+        stmt = stmt.replace(") WITH (toast_tuple_target = 8160)", ")")
         conn.execute(re.sub(r"\n\s*stamp bigint[^,]*,", "", stmt))
     assert not _has_stamp(conn)
+    assert _text_options(conn) is None
     conn.execute("INSERT INTO pgcatalog_schema VALUES (1)")
     assert _meta_type(conn) == "jsonb"
     conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('k')")
@@ -56,6 +64,7 @@ def test_version_1_metadata_migrated_to_json(conn):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
     assert _meta_type(conn) == "json"
     assert _has_stamp(conn)
+    assert _text_options(conn) == ["toast_tuple_target=8160"]
     assert conn.execute("SELECT meta FROM pgcatalog_meta").fetchone()[0] == {
         "Title": "A", "n": [1, 2]}
     assert conn.execute("SELECT version FROM pgcatalog_schema").fetchone()[

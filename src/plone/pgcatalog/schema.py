@@ -20,7 +20,8 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     0.25 ms for a window of 32 brains).
 ``pgcatalog_text``
     one ``tsvector`` row per (entry, text index): full text is kept out of
-    the hot row.
+    the hot row; ``dl`` / ``tf`` (word count, term frequencies) feed the
+    Okapi score; rows up to 8 KB stay uncompressed (``toast_tuple_target``).
 
 Per-index PostgreSQL indexes (B-tree expression indexes, GIN for keyword
 lists, partial GIN for each text index) are created by the index kinds'
@@ -32,7 +33,7 @@ import hashlib
 from psycopg import sql
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 ENTRIES = "pgcatalog_entries"
 META = "pgcatalog_meta"
@@ -80,7 +81,7 @@ BASE_DDL = [
         dl integer,
         tf jsonb,
         PRIMARY KEY (rid, name)
-    )""",
+    ) WITH (toast_tuple_target = 8160)""",
 ]
 
 
@@ -137,8 +138,17 @@ def _v2(conn):
                      "USING meta::text::json")
 
 
+def _v3(conn):
+    """Version 3: text rows up to 8 KB stay in line, uncompressed.  The
+    score reads each matched row's term frequencies (``tf``); compressed,
+    that cost a pglz decompression per row (24 ms -> 8 ms for 2,332 rows
+    measured).  Rows written before keep their compression until they are
+    rewritten (a reindex, or ``VACUUM FULL pgcatalog_text``)."""
+    conn.execute("ALTER TABLE pgcatalog_text SET (toast_tuple_target = 8160)")
+
+
 #: MIGRATIONS[n] upgrades from version n to n+1.
-MIGRATIONS = [_v1, _v2]
+MIGRATIONS = [_v1, _v2, _v3]
 
 
 def ensure_index_ddl(conn, statements):

@@ -330,6 +330,23 @@ class TestPagedResults(unittest.TestCase):
             self.assertEqual(len(results), len(page), query)
             self.assertEqual(results.actual_result_count, total, query)
 
+    def test_unsorted_results_in_rid_order(self):
+        # ZCatalog lists an unsorted answer in rid order, and relevance
+        # ties by descending rid.  Rewritten rows (a reindex) move within
+        # the table, so the order cannot be the order rows are read in.
+        portal = self.layer["portal"]
+        for name in ("d00", "d03"):
+            portal[name].title = "T rewritten"
+            portal[name].reindexObject()
+        catalog = self.catalog
+        for query, reverse in ((dict(portal_type="Document"), False),
+                               (dict(SearchableText="T"), True)):
+            rids = [b.getRID() for b in catalog(**query)]
+            self.assertEqual(len(rids), 12, query)
+            self.assertEqual(rids, sorted(rids, reverse=reverse), query)
+        paths = [b.getPath() for b in catalog(portal_type="Document")]
+        self.assertEqual(paths[0], "/plone/d00")
+
     def test_total_counted_only_when_read(self):
         catalog = self.catalog
         results, ran = self._statements(

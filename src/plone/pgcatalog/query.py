@@ -102,7 +102,8 @@ class Plan:
 
     __slots__ = ("empty", "sql", "params", "limited", "b_start", "b_size",
                  "scored", "python_sort", "sort_specs", "reverse",
-                 "score_sql", "score_params", "count_sql", "count_params")
+                 "score_sql", "score_params", "count_sql", "count_params",
+                 "rid_order")
 
     def __init__(self):
         self.empty = False
@@ -120,6 +121,8 @@ class Plan:
         self.python_sort = None
         self.sort_specs = None
         self.reverse = None
+        # "asc" / "desc": the rids come unordered, Python sorts them
+        self.rid_order = None
 
 
 def compile_search(catalog, cid, query, text_stats=None, text_df=None):
@@ -228,6 +231,16 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
         plan.count_sql = ("SELECT count(*) FROM pgcatalog_entries e WHERE %s"
                           % where_sql)
         plan.count_params = params_where
+    elif order_sql == "e.rid":
+        # Every match in rid order (ZCatalog's unsorted order): read in
+        # whatever order the plan likes, sorted in Python afterwards (the
+        # rows lie in about rid order, so the sort is a near-linear pass).
+        # An ORDER BY here made PostgreSQL walk the primary key and fetch
+        # the rows one by one: 205 -> 100 ms for 51,906 of 100,000 entries.
+        plan.sql = ("SELECT count(*), array_agg(e.rid) "
+                    "FROM pgcatalog_entries e WHERE %s" % where_sql)
+        plan.params = params_where
+        plan.rid_order = "asc"
     else:
         plan.sql = (
             "SELECT count(*), array_agg(e.rid ORDER BY %s) "
@@ -258,9 +271,10 @@ def _scored_sql(plan, where_sql, params_where, qc):
     else:
         # No page to cut: match now, score when a brain is first read
         # (``len()`` of a text search never pays for relevance).
-        plan.sql = ("SELECT count(*), array_agg(e.rid ORDER BY e.rid DESC) "
+        plan.sql = ("SELECT count(*), array_agg(e.rid) "
                     "FROM pgcatalog_entries e WHERE %s" % where_sql)
         plan.params = params_where
+        plan.rid_order = "desc"
         # scores computed once per row (OFFSET 0 keeps the subquery from
         # being flattened into several evaluations); ordered in Python
         # (the rank expressions only read ``e.rid``: the matched rids are

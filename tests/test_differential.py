@@ -15,8 +15,11 @@ additions: the very same query goes to both; one category goes through
 * ``len()`` and ``actual_result_count``;
 * the set of paths;
 * with ``sort_on``: the sequence of sort keys (the documents' keys read from
-  the reference's own indexes); documents with equal keys are compared as
-  sets (ZCatalog defines no order between ties);
+  the reference's own indexes); without a batch, the exact order of the
+  documents too (ties included: both catalogs number entries in indexing
+  order, and ZCatalog's algorithm decides the order of ties: (key, rid) in
+  the sort direction, or ascending rids both ways when it walks a small
+  sort index);
 * with ``b_size``/``sort_limit`` but no ``sort_on``, and at the edges of a
   truncated sorted result: membership in the full result only (ZCatalog
   picks arbitrary documents there: rid order, which is random).
@@ -48,6 +51,8 @@ Known differences, excluded from the failure count but counted and printed
   where its algorithm choice departs from it: for an unlimited result much
   larger than the first sort index's number of values it iterates the sort
   index instead (documents without a key stay in ``actual_result_count``,
+  ties in ascending rid order both ways — pgcatalog mirrors these two for
+  one FieldIndex / DateIndex / UUIDIndex sort index, so they must match —
   documents lacking a secondary key are kept, a KeywordIndex yields a
   document once per keyword); a batch past the end returns the count
   before dropping keyless documents; KeywordIndex keys are keyword lists in

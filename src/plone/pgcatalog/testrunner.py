@@ -91,6 +91,16 @@ EXCLUSIONS = [
      "zcatalog-internals", _PASTE_REASON)
     for name in ("testCanPasteCatalog",
                  "testPastingCatalogPreservesTextIndexes")
+] + [
+    ("plone.restapi.tests.test_services_querystringsearch."
+     "TestQuerystringSearchEndpoint."
+     "test_querystringsearch_should_return_all_results_without_limit",
+     "zcatalog-internals",
+     "fakes 1,001 results by patching Products.ZCatalog.Catalog.Catalog's "
+     "_search_index and __getitem__ with mocks; plone.pgcatalog answers "
+     "from PostgreSQL, not through that class, so the patch does nothing "
+     "(the behaviour it checks, no default limit, holds: the same endpoint "
+     "returns every match in the other tests)"),
 ]
 
 

@@ -314,6 +314,8 @@ class PGCatalogTool(UniqueObject, Folder):
                 self._pgc_count, plan.count_sql, plan.count_params))
         count = row[0]
         rids = row[1] or []
+        if plan.unlimited_sorted:
+            return self._pgc_unlimited_sorted(plan, row)
         if plan.rid_order is not None:
             rids.sort(reverse=plan.rid_order == "desc")
         if plan.score_sql is not None:
@@ -330,6 +332,46 @@ class PGCatalogTool(UniqueObject, Folder):
         if not plan.limited and plan.b_size is not None:
             rids = rids[plan.b_start:plan.b_start + plan.b_size]
         return make_results(self, rids, count, scores)
+
+    def _pgc_unlimited_sorted(self, plan, row):
+        """Every match, sorted, as ZCatalog's sortResults gives it: when the
+        first sort index has fewer distinct values than the matches call
+        for, ZCatalog walks the index (``_sort_iterate_index``): ties keep
+        ascending rid order in both directions and ``actual_result_count``
+        counts the matches without a sort key too."""
+        rlen, rids, keyed = row[0], row[1] or [], row[2]
+        count = keyed
+        if plan.iterate_index is not None and rlen and (
+                keyed < rlen or plan.ties_sql is not None):
+            size = self._pgc_sort_index_size(plan.iterate_index)
+            if size is not None and rlen > size * (rlen / 100 + 1):
+                count = rlen
+                if plan.ties_sql is not None and keyed > 1:
+                    rids = self._pgc_session().execute(
+                        plan.ties_sql, plan.params, prepare=False,
+                        binary=True).fetchone()[1] or []
+        return make_results(self, rids, count)
+
+    #: ZCatalog walks a sort index only when it has fewer distinct values
+    #: than rlen / (1 + rlen / 100) < 100: counting up to this is enough
+    SORT_INDEX_SIZE_CAP = 100
+
+    def _pgc_sort_index_size(self, index):
+        """``len(index)`` (its distinct values) as ZCatalog's sortResults
+        sees it, counted up to SORT_INDEX_SIZE_CAP; cached while the
+        catalog is unchanged.  None for the kinds ZCatalog cannot walk that
+        way as it walks an UnIndex (several keys or none per document,
+        BooleanIndex's one-sided BTree): their answers follow the sort
+        contract (zcatalog-contract.md §9)."""
+        if not getattr(index, "pgc_walkable_sort", False):
+            return None
+        key = index._pgc_key_literal
+        sql = ("SELECT count(*) FROM (SELECT DISTINCT e.idx -> %s FROM "
+               "pgcatalog_entries e WHERE e.cid = %%s AND (e.idx -> %s) IS "
+               "NOT NULL LIMIT %d) d" % (key, key, self.SORT_INDEX_SIZE_CAP))
+        return self._pgc_stamped(
+            ("sort-index-size", index.getId()),
+            lambda: self._pgc_query(sql, (self._pgc_cid(),))[0][0])
 
     def _pgc_count(self, sql, params):
         """A page's total, counted when ``actual_result_count`` is read."""

@@ -104,6 +104,9 @@ class PGIndex(IndexData):
     #: for a single document (UnIndex)
     pgc_forward_sets = False
     pgc_unique = False  # one document per value (UUIDIndex)
+    #: ZCatalog may sort an unlimited result by walking this index's values
+    #: (one value per document: UnIndex kinds); see query._unlimited_sorted_sql
+    pgc_walkable_sort = False
 
     def pgc_compose(self, composable):
         return compose(composable)

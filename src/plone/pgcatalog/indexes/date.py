@@ -127,6 +127,8 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     numbers is several times cheaper than comparing jsonb values), served
     by a B-tree on ``(cid, ((idx -> name)::bigint))``."""
 
+    pgc_walkable_sort = True
+
     def pgc_extract(self, obj):
         return common.datum(self, obj)
 

@@ -10,6 +10,8 @@ class ValueIndex(PGIndex):
     """One value per document under ``idx[name]``, UnIndex query semantics
     (query, range, not), Python ordering for sorting."""
 
+    pgc_walkable_sort = True
+
     def pgc_extract(self, obj):
         return common.datum(self, obj)
 

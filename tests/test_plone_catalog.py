@@ -3,6 +3,7 @@ import unittest
 
 import transaction
 from DateTime import DateTime
+from Missing import MV
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import setRoles
@@ -254,6 +255,60 @@ class TestTransactions(unittest.TestCase):
         transaction.abort()
         self.assertEqual(len(self.catalog(id="x1")), 0)
         self.assertNotIn("x1", self.portal.objectIds())
+
+    def test_unpicklable_metadata_fails_the_commit(self):
+        # ZCatalog keeps such a value in its metadata BTree and the ZODB
+        # fails to pickle it at commit; the transaction's searches work.
+        # The value comes from an indexer reading a volatile attribute, so
+        # the ZODB itself never sees it.
+        import threading
+        from plone.indexer import indexer
+        from Products.CMFCore.interfaces import IContentish
+        from zope.component import getGlobalSiteManager
+
+        @indexer(IContentish)
+        def probe(obj):
+            return getattr(obj, "_v_probe", None)
+
+        gsm = getGlobalSiteManager()
+        gsm.registerAdapter(probe, name="pgc_probe")
+        self.addCleanup(gsm.unregisterAdapter, probe, name="pgc_probe")
+        self.catalog.addColumn("pgc_probe")
+        transaction.commit()
+
+        self.portal.invokeFactory("Document", "lockdoc", title="L")
+        doc = self.portal.lockdoc
+        doc._v_probe = threading.Lock()
+        doc.reindexObject()
+        brain = self.catalog(id="lockdoc")[0]
+        self.assertIs(brain.pgc_probe, MV)
+        with self.assertRaises(TypeError):
+            transaction.commit()
+        transaction.abort()
+        self.assertNotIn("lockdoc", self.portal.objectIds())
+        # a later, picklable record replaces the bad one (ZCatalog keeps
+        # only an entry's last record)
+        self.portal.invokeFactory("Document", "lockdoc", title="L")
+        doc = self.portal.lockdoc
+        doc._v_probe = threading.Lock()
+        doc.reindexObject()
+        self.assertEqual(len(self.catalog(id="lockdoc")), 1)
+        doc._v_probe = "fine"
+        doc.reindexObject()
+        transaction.commit()
+        self.assertEqual(self.catalog(id="lockdoc")[0].pgc_probe, "fine")
+        # so does removing the entry, and rolling back to a savepoint
+        doc._v_probe = threading.Lock()
+        sp = transaction.savepoint()
+        doc.reindexObject()
+        self.catalog(id="lockdoc")
+        sp.rollback()
+        transaction.commit()
+        doc.reindexObject()
+        self.catalog(id="lockdoc")
+        self.portal.manage_delObjects(["lockdoc"])
+        transaction.commit()
+        self.assertEqual(len(self.catalog(id="lockdoc")), 0)
 
     def _subjects(self):
         # uniqueValuesFor does not process the indexing queue (ZCatalog's

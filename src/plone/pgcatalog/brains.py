@@ -36,6 +36,12 @@ def make_brain_class(names):
     class mybrains(PGCatalogBrain):
         pass
 
+    # named as ZCatalog's own dynamic brain class (Catalog.useBrains), so a
+    # brain's repr reads the same (doctests of Plone packages show it);
+    # the class itself stays PGCatalogBrain's subclass
+    mybrains.__module__ = "Products.ZCatalog.Catalog"
+    mybrains.__qualname__ = "Catalog.useBrains.<locals>.mybrains"
+
     schema = {name: i for i, name in enumerate(names)}
     n = len(names)
     schema["data_record_id_"] = n

@@ -211,9 +211,17 @@ def dumps(value):
     return orjson.dumps(encode(value))
 
 
-def encode_meta(record):
+#: what pickling an object that cannot be pickled raises
+UNPICKLABLE = (pickle.PicklingError, TypeError, AttributeError)
+
+
+def encode_meta(record, unpicklable=None):
     """A metadata record (``{column: value}``) as JSON bytes; columns whose
-    value is ``Missing.Value`` are left out (absence means Missing.Value)."""
+    value is ``Missing.Value`` are left out (absence means Missing.Value).
+
+    A value that cannot be pickled raises, unless ``unpicklable`` (a list)
+    is given: then ``(column, exception)`` is appended to it and the
+    column is left out."""
     out = {}
     for name, value in record.items():
         t = type(value)
@@ -223,8 +231,13 @@ def encode_meta(record):
             out[name] = _enc_str(value) if _str_needs_tag(value) else value
         elif value is MV:
             continue
-        else:
+        elif unpicklable is None:
             out[name] = encode(value)
+        else:
+            try:
+                out[name] = encode(value)
+            except UNPICKLABLE as exc:
+                unpicklable.append((name, exc))
     return orjson.dumps(out)
 
 

@@ -233,6 +233,10 @@ class CatalogSession:
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
         self.writer = None  # set by plone.pgcatalog.writer
+        # (cid, path) -> the error the commit must raise: metadata ZCatalog
+        # would have failed to pickle at commit time (its BTree keeps only
+        # an entry's last record, so a later good record clears it)
+        self.commit_errors = {}
 
     # -- connection ---------------------------------------------------------
     def connection(self):
@@ -322,6 +326,16 @@ class CatalogSession:
     def _count_written(self, ops):
         self.rows_written += len(ops)
 
+    def set_commit_error(self, cid, path, exc, what=None):
+        """Make this transaction's commit fail with ``exc`` (or not, with
+        None) because of entry ``path``'s latest record, as the ZODB would
+        when pickling ZCatalog's data."""
+        if exc is None:
+            self.commit_errors.pop((cid, path), None)
+            return
+        logger.error("%s: %s (the transaction cannot commit)", what, exc)
+        self.commit_errors[(cid, path)] = exc
+
     def counter_delta(self, cid):
         return (self.counter_flushed.get(cid, 0)
                 + self.pending.counter.get(cid, 0))
@@ -341,6 +355,8 @@ class CatalogSession:
         pass
 
     def tpc_vote(self, txn):
+        if self.commit_errors:
+            raise next(iter(self.commit_errors.values()))
         if not self.pending and not self.in_pg_txn:
             return
         try:
@@ -399,6 +415,7 @@ class SessionSavepoint:
     def __init__(self, session):
         self.session = session
         self.snapshot = session.pending.snapshot()
+        self.commit_errors = dict(session.commit_errors)
         self.counter_flushed = dict(session.counter_flushed)
         self.pg_name = None
         if session.in_pg_txn:
@@ -418,6 +435,7 @@ class SessionSavepoint:
                 session.connection().execute("ROLLBACK")
                 session.in_pg_txn = False
         session.pending.restore(self.snapshot)
+        session.commit_errors = dict(self.commit_errors)
         session.counter_flushed = dict(self.counter_flushed)
         # rid -> path and "has metadata" facts may describe rolled-back rows
         session.cache.clear()

@@ -92,6 +92,11 @@ EXCLUSIONS = [
     for name in ("testCanPasteCatalog",
                  "testPastingCatalogPreservesTextIndexes")
 ] + [
+    ("plone.app.event.tests.test_catalog.TextDXIntegration." + name,
+     "zcatalog-internals", _CLASS_NAME_REASON)
+    for name in ("test_start_is_DateRecurringIndex",
+                 "test_end_is_DateRecurringIndex")
+] + [
     ("plone.restapi.tests.test_services_querystringsearch."
      "TestQuerystringSearchEndpoint."
      "test_querystringsearch_should_return_all_results_without_limit",

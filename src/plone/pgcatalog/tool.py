@@ -520,7 +520,17 @@ class PGCatalogTool(UniqueObject, Folder):
         session = self._pgc_session()
         meta = None
         if update_metadata or not self._pgc_has_metadata(uid):
-            meta = codec.encode_meta(self._pgc_recordify(obj)).decode("utf-8")
+            unpicklable = []
+            meta = codec.encode_meta(self._pgc_recordify(obj),
+                                     unpicklable).decode("utf-8")
+            # ZCatalog keeps an unpicklable value in its metadata BTree and
+            # fails when the transaction commits (the ZODB cannot pickle
+            # it); here the column reads Missing.Value until then, and the
+            # commit fails the same way unless a later record replaces it.
+            column, exc = unpicklable[0] if unpicklable else (None, None)
+            session.set_commit_error(
+                self._pgc_cid(), uid, exc,
+                "metadata column %r of %s cannot be stored" % (column, uid))
         session.pending.add(self._pgc_cid(), uid, Upsert(
             full, idx_set, idx_remove, meta, text_set, text_remove))
 
@@ -551,7 +561,9 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid):
         """Remove the entry ``uid`` (a path) from the catalog."""
-        self._pgc_session().pending.add(self._pgc_cid(), uid, DELETE)
+        session = self._pgc_session()
+        session.pending.add(self._pgc_cid(), uid, DELETE)
+        session.set_commit_error(self._pgc_cid(), uid, None)
         self._pgc_known_paths().discard(uid)
 
     @security.private

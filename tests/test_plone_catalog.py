@@ -175,6 +175,17 @@ class TestSearch(unittest.TestCase):
                          ["/plone/folder/renamed"])
         self.assertEqual(len(self.catalog(id="doc0")), 0)
 
+    def test_add_index_after_own_writes(self):
+        # A profile re-import reindexes, then adds indexes, in one
+        # transaction: the index DDL must not wait for our own row locks.
+        self.assertEqual(len(self.catalog(portal_type="Document")), 3)
+        self.assertTrue(self.catalog._pgc_session().in_pg_txn)
+        self.catalog.addIndex("pgc_probe_title", "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        self.catalog.reindexIndex("pgc_probe_title", None)
+        self.assertEqual(paths(self.catalog(pgc_probe_title="Doc 1 café")),
+                         ["/plone/folder/doc1"])
+
     def test_savepoint_rollback(self):
         sp = transaction.savepoint()
         self.folder.invokeFactory("Document", "tmp", title="Temporary")

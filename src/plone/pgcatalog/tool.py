@@ -28,6 +28,7 @@ from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.indexer.interfaces import IIndexableObject
+import psycopg
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -770,11 +771,23 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _pgc_create_ddl(self, index):
         statements = index.pgc_ddl("pgcatalog_entries")
-        if statements:
-            db.ensure_schema()
-            from plone.pgcatalog.schema import ensure_index_ddl
-            with db.get_pool().connection() as conn:
-                ensure_index_ddl(conn, statements)
+        if not statements:
+            return
+        db.ensure_schema()
+        from plone.pgcatalog.schema import ensure_index_ddl
+        session = self._pgc_session()
+        try:
+            if session.in_pg_txn:
+                # This transaction already wrote catalog rows: CREATE INDEX
+                # on another connection would wait for our own row locks
+                # (a profile re-import adds indexes after reindexing).  It
+                # joins the transaction instead (and goes with its abort).
+                ensure_index_ddl(session.connection(), statements)
+            else:
+                with db.get_pool().connection() as conn:
+                    ensure_index_ddl(conn, statements)
+        except psycopg.Error as exc:
+            raise db.translate_error(exc) from exc
 
     @security.protected(manage_zcatalog_indexes)
     def delIndex(self, name):

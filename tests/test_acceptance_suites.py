@@ -216,7 +216,8 @@ class TestArguments(unittest.TestCase):
             "testDateIsDateIndexToo (Products.CMFPlone.tests.testCatalogTool."
             "TestCatalogSetup.testDateIsDateIndexToo)"))
         for test_id, kind, reason in testrunner.EXCLUSIONS:
-            self.assertIn(kind, ("zcatalog-internals", "fails-on-stock"))
+            self.assertIn(kind, ("zcatalog-internals", "fails-on-stock",
+                                 "runner"))
             self.assertTrue(reason)
         args = testrunner.build_args(["-s", "x", "--test-path", "/x"])
         self.assertEqual(args.count("-t"), len(testrunner.EXCLUSIONS))

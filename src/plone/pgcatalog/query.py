@@ -274,7 +274,8 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
         plan.count_sql = ("SELECT count(*) FROM pgcatalog_entries e WHERE %s"
                           % where_sql)
         plan.count_params = params_where
-    elif order_sql == "e.rid":
+    else:
+        # (sorted answers without a page: _unlimited_sorted_sql)
         # Every match in rid order (ZCatalog's unsorted order): read in
         # whatever order the plan likes, sorted in Python afterwards (the
         # rows lie in about rid order, so the sort is a near-linear pass).
@@ -284,8 +285,6 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
                     "FROM pgcatalog_entries e WHERE %s" % where_sql)
         plan.params = params_where
         plan.rid_order = "asc"
-    else:  # pragma: no cover - sorted answers without a page: see above
-        raise AssertionError("use _unlimited_sorted_sql")
 
 
 def _scored_sql(plan, where_sql, params_where, qc):

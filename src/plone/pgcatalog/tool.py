@@ -28,7 +28,6 @@ from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.indexer.interfaces import IIndexableObject
-import psycopg
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -38,6 +37,7 @@ from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from Products.PluginIndexes.interfaces import IPluggableIndex
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
+import psycopg
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
@@ -528,10 +528,14 @@ class PGCatalogTool(UniqueObject, Folder):
             # fails when the transaction commits (the ZODB cannot pickle
             # it); here the column reads Missing.Value until then, and the
             # commit fails the same way unless a later record replaces it.
-            column, exc = unpicklable[0] if unpicklable else (None, None)
-            session.set_commit_error(
-                self._pgc_cid(), uid, exc,
-                "metadata column %r of %s cannot be stored" % (column, uid))
+            if unpicklable:
+                column, exc = unpicklable[0]
+                session.set_commit_error(
+                    self._pgc_cid(), uid, exc,
+                    "metadata column %r of %s cannot be stored" % (column,
+                                                                   uid))
+            else:
+                session.set_commit_error(self._pgc_cid(), uid, None)
         session.pending.add(self._pgc_cid(), uid, Upsert(
             full, idx_set, idx_remove, meta, text_set, text_remove))
 

@@ -313,10 +313,10 @@ class PGCatalogTool(UniqueObject, Folder):
                 return make_results(self, rids, plan.b_start + len(rids))
             return make_results(self, rids, None, count=functools.partial(
                 self._pgc_count, plan.count_sql, plan.count_params))
-        count = row[0]
-        rids = row[1] or []
         if plan.unlimited_sorted:
             return self._pgc_unlimited_sorted(plan, row)
+        count = row[0]
+        rids = row[1] or []
         if plan.rid_order is not None:
             rids.sort(reverse=plan.rid_order == "desc")
         if plan.score_sql is not None:

@@ -845,10 +845,13 @@ def sort_reverse(query, count):
 
 
 def batch_args(query):
-    b_start = int(query.get("b_start", 0))
-    b_size = query.get("b_size", None)
-    if b_size is not None:
-        b_size = int(b_size)
+    try:
+        b_start = int(query.get("b_start", 0))
+        b_size = query.get("b_size", None)
+        if b_size is not None:
+            b_size = int(b_size)
+    except Exception:  # noqa: B902 - hostile batching (test_hostile)
+        return 0, None
     limit = query.get("sort-limit", None) or query.get("sort_limit", None)
     if b_size is None and limit:
         b_size = limit
@@ -959,8 +962,11 @@ def model_sorted(query, keys, full):
                 sort_reverse(query, len(names))))):
             paths.sort(key=lambda p: _sortable(keyed[p][n]), reverse=rev)
     b_start, b_size = batch_args(query)
-    page = paths[b_start:b_start + b_size] if b_size is not None else \
-        paths
+    try:
+        page = paths[b_start:b_start + b_size] if b_size is not None else \
+            paths
+    except TypeError:  # a sort_limit that is no integer (test_hostile)
+        return None
     return Answer(page, len(page), len(paths))
 
 

@@ -527,12 +527,35 @@ def test_queries_with_a_resultset(world):
 def test_empty_and_short_circuits(world):
     for name in ("modified", "start"):
         for query in ({name: []}, {name: {"query": []}}, {name: [None]},
-                      {name: {"query": [], "range": "min"}},
                       {name: {"query": (), "not": []}}):
             fragment, _ = pg_where(world, name, query)
             assert fragment is NO_MATCH, query
-    fragment, _ = pg_where(world, "effectiveRange", {"effectiveRange": []})
-    assert fragment is NO_MATCH
+
+
+def test_empty_ranges_raise_as_zcatalog(world):
+    """No values for a min/max range: UnIndex's ValueError (min of an
+    empty list); an empty effectiveRange query: DateRangeIndex's
+    IndexError (its ``record.keys[0]``)."""
+    for name in ("modified", "start"):
+        query = {name: {"query": [], "range": "min"}}
+        assert run_original(world, name, query) is ValueError
+        with pytest.raises(ValueError):
+            pg_where(world, name, query)
+    query = {"effectiveRange": []}
+    assert run_original(world, "effectiveRange", query) is IndexError
+    with pytest.raises(IndexError):
+        pg_where(world, "effectiveRange", query)
+
+
+def test_range_without_bounds_is_every_dated_document(world):
+    """``{"range": "mni"}`` names neither min nor max: every document with
+    a value, as UnIndex answers (it used to match nothing here)."""
+    for name in ("modified", "start"):
+        for query in ({name: {"range": "mni"}},
+                      {name: {"query": [], "range": "mni"}}):
+            expected = run_original(world, name, query)
+            assert expected, query
+            assert run_pg(world, name, query) == expected, query
 
 
 def test_operator_is_not_an_option(world):

@@ -7,6 +7,10 @@ Python, it asks each index kind for a SQL fragment and lets PostgreSQL plan
 the whole query.  It only combines fragments; what a query option means is
 the index kind's business (see indexes/base.py).
 """
+from Acquisition import aq_base
+from Products.PluginIndexes.interfaces import ILimitedResultIndex
+from Products.PluginIndexes.interfaces import IQueryIndex
+from Products.PluginIndexes.unindex import UnIndex
 from Products.ZCatalog.query import IndexQuery
 
 from plone.pgcatalog.errors import CatalogError
@@ -61,6 +65,10 @@ def reverse_for(query, sort_indexes):
         # one direction for every sort index, as ZCatalog's sort_spec
         return reverse * len(sort_indexes)
     reverse = reverse[:len(sort_indexes)]
+    if not reverse:
+        # an empty sort_order list (ZCatalog crashes sorting with it):
+        # ascending, the contract's default
+        return [False] * len(sort_indexes)
     # ZCatalog's multisort first sorts by the whole key in the first
     # direction, then (stable) by the keys that have a direction: indexes
     # without one keep the first direction
@@ -81,8 +89,11 @@ def make_query(catalog, query):
 
 
 def query_names(catalog):
-    """``[(index name, query names)]`` in index order, cached per catalog
-    configuration (rebuilt when indexes change)."""
+    """``[(index name, query names)]`` in the order ZCatalog's default
+    plan visits the indexes (``_sorted_search_indexes``: by name, indexes
+    taking a result set last), so that of two bad clauses the same one
+    raises; cached per catalog configuration (rebuilt when indexes
+    change)."""
     cached = catalog._v_query_names
     indexes = catalog._indexes
     key = tuple(indexes.keys())
@@ -92,9 +103,132 @@ def query_names(catalog):
             index = indexes[name]
             qnames = (index.getIndexQueryNames()
                       if hasattr(index, "getIndexQueryNames") else (name,))
-            names.append((name, tuple(qnames)))
+            names.append((ILimitedResultIndex.providedBy(index), name,
+                          tuple(qnames)))
+        names = [(name, qnames) for _, name, qnames in sorted(names)]
         cached = catalog._v_query_names = (key, names)
     return cached[1]
+
+
+#: query keys that batch an answer (Catalog._sort_limit_arguments)
+BATCH_KEYS = ("b_start", "b_size", "sort_limit", "sort-limit")
+#: batch arguments up to this size go to PostgreSQL's LIMIT / OFFSET
+SQL_BATCH_MAX = 2 ** 62
+
+
+class BatchWindow:
+    """``b_start`` / ``b_size`` as ``Catalog._sort_limit_arguments`` makes
+    them (``sort_limit`` stands in for a missing ``b_size``).
+
+    ``error``: what ZCatalog raises for these arguments (``int()`` of a
+    bad value, or adding and slicing with a ``sort_limit`` that is no
+    integer); it raises it only when the query matched something, so the
+    tool does too.  ``in_sql``: the window fits PostgreSQL's LIMIT /
+    OFFSET; other windows (negative, huge) slice the whole answer in
+    Python, with Python's slice semantics, as ZCatalog does."""
+
+    __slots__ = ("b_start", "b_size", "error")
+
+    def __init__(self, b_start=0, b_size=None, error=None):
+        self.b_start = b_start
+        self.b_size = b_size
+        self.error = error
+
+    def sorted_bail_out(self, rlen):
+        """ZCatalog's ``sortResults`` answers a batch that starts past
+        the end with nothing before it slices (so before a bad
+        ``sort_limit`` raises): whether it does for ``rlen`` matches."""
+        b_start, b_size = self.b_start, self.b_size
+        if not (b_size and b_start and b_start > rlen / 2):
+            return False
+        try:
+            b_end = b_start + b_size
+            return b_end >= rlen and b_start >= rlen
+        except Exception:  # noqa: B902 - ZCatalog raises there
+            return False
+
+    @property
+    def in_sql(self):
+        return (self.error is None
+                and 0 <= self.b_start <= SQL_BATCH_MAX
+                and (self.b_size is None
+                     or 0 <= self.b_size <= SQL_BATCH_MAX))
+
+
+def batch_window(query):
+    """The :class:`BatchWindow` of a (merged) query."""
+    sort_limit = get_sort_attr("limit", query)
+    b_start = 0
+    b_size = None
+    try:
+        b_start = int(query.get("b_start", 0))
+        b_size = query.get("b_size", None)
+        if b_size is not None:
+            b_size = int(b_size)
+        if b_size is None and sort_limit:
+            b_size = sort_limit
+        if b_size is not None and not isinstance(b_size, int):
+            # ZCatalog: ``b_start + b_size`` and the slice of the answer
+            range(0)[b_start:b_start + b_size]
+        if b_size is not None:
+            b_size = int(b_size)  # True -> 1, as Python slices take it
+    except Exception as exc:  # noqa: B902 - ZCatalog raises it, later
+        return BatchWindow(b_start, b_size, error=exc)
+    return BatchWindow(b_start, b_size)
+
+
+def unbatched(query):
+    """``query`` without its batching keys."""
+    return {k: v for k, v in query.items() if k not in BATCH_KEYS}
+
+
+SORT_KEYS = ("sort_on", "sort-on", "sort_order", "sort-order")
+
+
+def unsorted(query):
+    """``query`` without its sorting keys."""
+    return {k: v for k, v in query.items() if k not in SORT_KEYS}
+
+
+_unindex_kinds = {}
+
+
+def _parses_like_unindex(index):
+    """The ZCatalog class this index kind serves answers queries with
+    ``UnIndex.query_index`` (not BooleanIndex, which has its own)."""
+    klass = type(aq_base(index))
+    found = _unindex_kinds.get(klass)
+    if found is None:
+        found = False
+        for base in klass.__mro__:
+            if base.__module__.startswith("plone.pgcatalog"):
+                continue
+            if "query_index" in base.__dict__:
+                found = base.__dict__["query_index"] is UnIndex.query_index
+                break
+        _unindex_kinds[klass] = found
+    return found
+
+
+def unindex_prechecks(iq):
+    """What ``UnIndex.query_index`` does with a query before looking at
+    its values, so that a bad one raises as there: hash what
+    ``getRequestCacheKey`` hashes (an unhashable value raises TypeError),
+    read ``range`` and ``usage`` as strings (AttributeError otherwise)."""
+    not_value = iq.get("not", None)
+    if not_value is not None:
+        frozenset(not_value)
+    for option in ("range", "usage"):
+        value = iq.get(option, None)
+        if value is not None:
+            hash(value)
+    frozenset(iq.keys)
+    range_parm = iq.get("range", None)
+    if range_parm:
+        range_parm.find("min")
+    usage = iq.get("usage", None)
+    if usage:
+        usage.lower().split(":")
 
 
 class Plan:
@@ -132,7 +266,8 @@ class Plan:
         self.ties_sql = None
 
 
-def compile_search(catalog, cid, query, text_stats=None, text_df=None):
+def compile_search(catalog, cid, query, text_stats=None, text_df=None,
+                   window=None):
     """Compile a merged query dict (after the tool's security additions).
 
     ``text_stats(index_id) -> (documents, words)`` gives text indexes their
@@ -141,8 +276,9 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None):
     frequencies."""
     plan = Plan()
     sort_indexes = sort_indexes_for(catalog, query)
-    sort_limit = get_sort_attr("limit", query)
-    reverse = reverse_for(query, sort_indexes) if sort_indexes else None
+    # an empty sort_on list still reads sort_order (ZCatalog does)
+    reverse = reverse_for(query, sort_indexes) \
+        if sort_indexes is not None else None
 
     query = make_query(catalog, query)
     qc = QueryContext(catalog)
@@ -157,17 +293,26 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None):
         if not any(n in query for n in names):
             continue
         index = catalog.getIndex(name)
-        iq = IndexQuery(query, index.getId(),
-                        getattr(index, "query_options", ()),
-                        getattr(index, "operators", ("or", "and")),
-                        getattr(index, "useOperator", "or"))
-        if iq.keys is None:
-            continue
+        if IQueryIndex.providedBy(index):
+            iq = IndexQuery(query, index.getId(),
+                            getattr(index, "query_options", ()),
+                            getattr(index, "operators", ("or", "and")),
+                            getattr(index, "useOperator", "or"))
+            if iq.keys is None:
+                continue
+            if _parses_like_unindex(index):
+                unindex_prechecks(iq)
+        else:
+            # ZCatalog hands such an index (GopipIndex) the raw query
+            # (``_apply_index``): it parses no options
+            iq = None
         fragment = index.pgc_where(iq, qc)
         if fragment is None:
             continue
         participated = True
         if fragment is NO_MATCH:
+            # nothing can match: ZCatalog stops here too (the indexes
+            # come in its default order), the others are not parsed
             plan.empty = True
             return plan
         fragments.append(fragment)
@@ -175,14 +320,13 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None):
         plan.empty = True
         return plan
 
-    # b_start / b_size / sort_limit, as Catalog._sort_limit_arguments.
-    b_start = int(query.get("b_start", 0))
-    b_size = query.get("b_size", None)
-    if b_size is not None:
-        b_size = int(b_size)
-    if b_size is None and sort_limit:
-        b_size = sort_limit
-    plan.b_start, plan.b_size = b_start, b_size
+    if window is None:
+        window = batch_window(query)
+    if not window.in_sql:
+        raise ValueError("batch arguments outside what LIMIT/OFFSET take: "
+                         "the tool slices such answers (BatchWindow)")
+    b_start, b_size = plan.b_start, plan.b_size = window.b_start, \
+        window.b_size
 
     where = ["e.cid = %s"] + fragments
     params_where = [cid] + qc.params

@@ -123,6 +123,18 @@ def empty_result(actual_result_count=0):
     return LazyCat([], 0, actual_result_count)
 
 
+def slice_results(results, b_start, b_size):
+    """``results[b_start:b_start + b_size]`` with Python's slice semantics
+    (negative and huge bounds included), as ZCatalog's ``_limit_sequence``
+    slices an answer; ``actual_result_count`` stays the whole answer's."""
+    count = results.actual_result_count
+    picked = range(len(results))[b_start:b_start + b_size]
+    if not picked:
+        return LazyCat([], 0, count)
+    return LazyMap(results.__getitem__, list(picked), len(picked),
+                   actual_result_count=count)
+
+
 def make_results(tool, rids, actual_result_count, scores=None, count=None):
     """Brains of ``rids``; ``count()``, when given instead of
     ``actual_result_count``, counts the total on first use."""

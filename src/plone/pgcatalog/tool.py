@@ -48,11 +48,20 @@ from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.common import needs_tag
+from plone.pgcatalog.query import batch_window
+from plone.pgcatalog.query import BatchWindow
 from plone.pgcatalog.query import compile_search
+from plone.pgcatalog.query import make_query
 from plone.pgcatalog.query import merge_query_args
+from plone.pgcatalog.query import reverse_for
+from plone.pgcatalog.query import sort_indexes_for
+from plone.pgcatalog.query import unbatched
+from plone.pgcatalog.query import unsorted
 from plone.pgcatalog.results import empty_result
 from plone.pgcatalog.results import make_relevance_results
 from plone.pgcatalog.results import make_results
+from plone.pgcatalog.results import slice_results
 from plone.pgcatalog.writer import DELETE
 from plone.pgcatalog.writer import Upsert
 
@@ -73,6 +82,30 @@ STAMPED_MAX = 1000
 def safe_callable(ob):
     from Products.ZCatalog.Catalog import safe_callable as _safe
     return _safe(ob)
+
+
+def rid_key(rid):
+    """``rid`` as a record id PostgreSQL can look up, or None when no
+    record can have it (ZCatalog's IOBTrees find nothing under a key that
+    is no integer, or one out of range)."""
+    if isinstance(rid, int) and -2 ** 63 <= rid < 2 ** 63:
+        return int(rid)
+    return None
+
+
+def path_key(path):
+    """``path`` if a record can have it, else None: None and strings
+    PostgreSQL cannot hold are found nowhere (as in ZCatalog's uids
+    OIBTree, which holds no such key); any other type raises TypeError,
+    as comparing it with the OIBTree's string keys does."""
+    if path is None:
+        return None
+    if not isinstance(path, str):
+        raise TypeError("'<' not supported between instances of 'str' and "
+                        "%r" % type(path).__name__)
+    if needs_tag(path):
+        return None
+    return path
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
@@ -290,6 +323,37 @@ class PGCatalogTool(UniqueObject, Folder):
         return self._pgc_search(query)
 
     def _pgc_search(self, query):
+        window = batch_window(query)
+        if not window.in_sql:
+            return self._pgc_search_outside_sql_window(query, window)
+        return self._pgc_search_window(query, window)
+
+    def _pgc_search_outside_sql_window(self, query, window):
+        """Batch arguments LIMIT / OFFSET cannot take (negative, huge, of
+        the wrong type): the whole answer, then ZCatalog's own treatment
+        (its error when something matched; Python's slice)."""
+        # ZCatalog's first steps raise before the batch arguments are read
+        sort_indexes = sort_indexes_for(self._catalog, query)
+        if sort_indexes is not None:
+            reverse_for(query, sort_indexes)
+        make_query(self._catalog, query)
+        results = self._pgc_search_window(unbatched(query), BatchWindow())
+        if window.error is not None:
+            if not len(results):
+                return results
+            if sort_indexes:
+                # ZCatalog's count of matches, documents without a sort
+                # key included
+                rlen = len(self._pgc_search_window(
+                    unsorted(unbatched(query)), BatchWindow()))
+                if window.sorted_bail_out(rlen):
+                    return empty_result(rlen)
+            raise window.error
+        if window.b_size is None:
+            return results
+        return slice_results(results, window.b_start, window.b_size)
+
+    def _pgc_search_window(self, query, window):
         # Search statements are not prepared: PostgreSQL plans each one
         # with its values (an unnamed statement), because the values
         # decide the plan (a rare or a common portal_type; a top-N that an
@@ -298,7 +362,7 @@ class PGCatalogTool(UniqueObject, Folder):
         # measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
         plan = compile_search(self._catalog, self._pgc_cid(), query,
                               text_stats=self._pgc_text_stats,
-                              text_df=self._pgc_text_df)
+                              text_df=self._pgc_text_df, window=window)
         if plan.empty:
             return empty_result()
         if plan.python_sort:
@@ -608,11 +672,13 @@ class PGCatalogTool(UniqueObject, Folder):
     def getpath(self, rid, default=KeyError):
         """The path of record ``rid``."""
         cache = self._pgc_path_cache()
+        rid = rid_key(rid)
         path = cache.get(rid)
         if path is None:
             rows = self._pgc_query(
                 "SELECT path FROM pgcatalog_entries WHERE rid = %s AND "
-                "cid = %s", (rid, self._pgc_cid()))
+                "cid = %s", (rid, self._pgc_cid())) if rid is not None \
+                else ()
             if not rows:
                 if default is KeyError:
                     raise KeyError(rid)
@@ -623,6 +689,8 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getrid(self, path, default=None):
         """The record id of ``path``, or ``default``."""
+        if not path_key(path):
+            return default
         rows = self._pgc_query(
             "SELECT rid FROM pgcatalog_entries WHERE cid = %s AND path = %s",
             (self._pgc_cid(), path))
@@ -634,7 +702,9 @@ class PGCatalogTool(UniqueObject, Folder):
         return aq_parent(self).unrestrictedTraverse(self.getpath(rid))
 
     def _pgc_brain_for_rid(self, rid):
-        result = make_results(self, [rid], 1)
+        if self.getpath(rid, None) is None:
+            raise KeyError(rid)
+        result = make_results(self, [rid_key(rid)], 1)
         return result[0]
 
     def _pgc_metadata_tuple(self, rid):
@@ -656,6 +726,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(search_zcatalog)
     def getMetadataForRID(self, rid):
+        rid = rid_key(int(rid))  # int(): ZCatalog's first step
+        if rid is None:
+            raise KeyError(rid)
         rows = self._pgc_query(
             "SELECT m.meta FROM pgcatalog_meta m JOIN pgcatalog_entries e "
             "ON e.rid = m.rid WHERE e.rid = %s AND e.cid = %s",
@@ -672,6 +745,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _pgc_index_value(self, index, rid):
         storage = index.pgc_storage
+        rid = rid_key(rid)
+        if rid is None:
+            return None
         cid = self._pgc_cid()
         if storage == "idx":
             rows = self._pgc_query(

@@ -12,13 +12,18 @@ def stored(value):
     lists/tuples as JSON arrays of stored values, anything else (DateTime
     in a FieldIndex, ...) through the typed codec."""
     kind = type(value)
-    if kind is str or kind is bool:
+    if kind is bool:
         return value
     if isinstance(value, str):
         # str subclasses (zope.i18nmessageid Message: the ``Type`` index)
         # compare as plain strings in ZCatalog's BTrees: store them as
-        # JSON strings, or ``Type="Page"`` would find nothing
-        return str(value)
+        # JSON strings, or ``Type="Page"`` would find nothing.  Strings
+        # PostgreSQL cannot hold (NUL, lone surrogates) go through the
+        # codec's tag, the same way when stored and when queried: they
+        # match exactly (but sort among the non-strings).
+        if kind is not str:
+            value = str(value)
+        return _codec_encode(value) if needs_tag(value) else value
     if kind is int:
         return value if -2**63 <= value < 2**63 else _codec_encode(value)
     if kind is float:
@@ -29,6 +34,29 @@ def stored(value):
     return _codec_encode(value)
 
 
+def needs_tag(text):
+    """``text`` holds what PostgreSQL text cannot (NUL, lone surrogates)."""
+    from plone.pgcatalog import codec
+    return codec._str_needs_tag(text)
+
+
+def text_bound(value, op):
+    """``(op, value)`` for comparing stored strings (never NUL nor lone
+    surrogates: those are stored tagged) with a bound that may hold such
+    characters, giving the same answer as comparing with ``value``: a
+    string is ``>= "a\x00b"`` when it is ``>= "a\x01"`` and ``<= "a\x00b"``
+    when ``<= "a"``; lone surrogates sit between U+D7FF and U+E000."""
+    if not needs_tag(value):
+        return op, value
+    for i, ch in enumerate(value):
+        if ch == "\x00":
+            return (">=", value[:i] + "\x01") if op == ">=" else \
+                ("<=", value[:i])
+        if "\ud800" <= ch <= "\udfff":
+            return (">=" if op == ">=" else "<"), value[:i] + "\ue000"
+    return op, value  # pragma: no cover - needs_tag said otherwise
+
+
 def _codec_encode(value):
     from plone.pgcatalog import codec
     return codec.encode(value)
@@ -36,7 +64,12 @@ def _codec_encode(value):
 
 def jsonb(value):
     """A Python index value as JSON text, as stored in ``idx``."""
-    return orjson.dumps(stored(value)).decode("utf-8")
+    return dumps(stored(value))
+
+
+def dumps(stored_value):
+    """A value already in its stored form as JSON text."""
+    return orjson.dumps(stored_value).decode("utf-8")
 
 
 def datum(index, obj):
@@ -76,6 +109,7 @@ def compare_sql(expr, text_expr, value, op, qc, kind_expr=None):
     ``kind_expr`` (``sort_kind_sql``), when given, says "is a string" the
     way the sort index does, so string ranges use that index."""
     if isinstance(value, str):
+        op, value = text_bound(str(value), op)
         if kind_expr is not None:
             return "(%s IS NULL AND %s %s %s)" % (
                 kind_expr, text_expr, op, qc.param(value))
@@ -109,33 +143,28 @@ def value_where(index, iq, qc, convert=None):
         if not_values:
             parts.append("(%s = ANY(%s::jsonb[])) IS NOT TRUE" % (
                 expr, qc.param(not_values)))
-    if keys:
-        keys = [convert(k) for k in keys if k is not None] \
-            if not iq.get("range", None) else [convert(k) for k in keys]
-        bounds = range_bounds(iq, keys) if keys else None
-        if bounds is not None:
-            lo, hi = bounds
-            if lo is not None:
-                parts.append(compare_sql(expr, index.pgc_text_sql(), lo,
-                                         ">=", qc, sort_kind_sql(index)))
-            if hi is not None:
-                parts.append(compare_sql(expr, index.pgc_text_sql(), hi,
-                                         "<=", qc, sort_kind_sql(index)))
-            if lo is None and hi is None:
-                parts.append(index.pgc_present_sql())
+    if iq.get("range", None):
+        # a range, even without values: ``{"range": "mni"}`` (neither min
+        # nor max) means every document with a value, as in UnIndex;
+        # "min"/"max" over no values raise its ValueError
+        lo, hi = range_bounds(iq, [convert(k) for k in keys])
+        if lo is not None:
+            parts.append(compare_sql(expr, index.pgc_text_sql(), lo,
+                                     ">=", qc, sort_kind_sql(index)))
+        if hi is not None:
+            parts.append(compare_sql(expr, index.pgc_text_sql(), hi,
+                                     "<=", qc, sort_kind_sql(index)))
+        if lo is None and hi is None:
+            parts.append(index.pgc_present_sql())
+    else:
+        keys = [convert(k) for k in keys if k is not None]
+        if not keys:
+            return NO_MATCH
+        if len(keys) == 1:
+            parts.append("%s = %s::jsonb" % (expr, qc.param(jsonb(keys[0]))))
         else:
-            keys = [k for k in keys if k is not None]
-            if not keys:
-                return NO_MATCH
-            if len(keys) == 1:
-                parts.append("%s = %s::jsonb" % (expr, qc.param(jsonb(keys[0]))))
-            else:
-                parts.append("%s = ANY(%s::jsonb[])" % (
-                    expr, qc.param([jsonb(k) for k in keys])))
-    elif keys is not None and not not_parm:
-        return NO_MATCH
-    if not parts:
-        return "TRUE"
+            parts.append("%s = ANY(%s::jsonb[])" % (
+                expr, qc.param([jsonb(k) for k in keys])))
     return " AND ".join(parts)
 
 

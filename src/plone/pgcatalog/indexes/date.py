@@ -67,10 +67,9 @@ class UnIndexDateQuery:
 
         converted = [self._convert(k) for k in keys]
         if opr_args is not None:
-            if not converted:
-                return NO_MATCH  # ZCatalog: ValueError from min([])
             # min/max over the converted keys, as UnIndex (a None among
-            # integers raises the same TypeError)
+            # integers raises the same TypeError, no keys ValueError; a
+            # range naming neither: every document with a value)
             lo = min(converted) if "min" in opr_args else None
             hi = max(converted) if "max" in opr_args else None
             if not hi:  # UnIndex: ``if hi:`` - a falsy bound is no bound

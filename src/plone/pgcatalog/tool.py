@@ -8,6 +8,12 @@ unrestrictedSearchResults, search) compiles queries with
 uncatalog_object and CMFCore's queued indexObject/reindexObject/
 unindexObject) buffers writes in the transaction's
 :class:`plone.pgcatalog.db.CatalogSession`.
+
+Web surface: every method states whether ZPublisher may publish it
+(``zpublish``) and which permission guards it (for restricted code too), as
+in stock CMFPlone or narrower: the catalog API is for Python and restricted
+code, not for URLs (``tests/test_web_surface.py`` holds the measured
+table).
 """
 import functools
 import threading
@@ -40,6 +46,7 @@ from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
 import psycopg
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
+from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
 from plone.pgcatalog import db
@@ -95,10 +102,12 @@ class PGCatalogTool(UniqueObject, Folder):
         {"id": "unwrapobjects", "type": "boolean", "mode": "w"},
     )
 
+    # Folder's tabs without "View": stock CMFPlone has none, and it would
+    # send a Member's manage_workspace to the tool's URL.
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
-    ) + Folder.manage_options[1:]
+    ) + tuple(o for o in Folder.manage_options[1:] if o["label"] != "View")
 
     def __init__(self, id=None):
         self.id = id or "portal_catalog"
@@ -170,6 +179,7 @@ class PGCatalogTool(UniqueObject, Folder):
         _stamped[key] = (stamp, value)
         return value
 
+    @zpublish(False)  # OFS's copy hook
     def manage_afterClone(self, item):
         # a copied catalog is a new, empty catalog
         self._pgc_key = uuid.uuid4().hex
@@ -182,6 +192,7 @@ class PGCatalogTool(UniqueObject, Folder):
                               "manage_catalogStatus")
     manage_catalogStatus = PageTemplateFile("www/status.zpt", globals())
 
+    @zpublish(False)  # data for manage_catalogStatus, not a page
     @security.protected(manage_zcatalog_entries)
     def pgc_status(self):
         """Facts about this catalog for the ZMI status page."""
@@ -216,9 +227,13 @@ class PGCatalogTool(UniqueObject, Folder):
 
     security.declarePrivate("allow_inactive")
 
+    @zpublish(False)
     def allow_inactive(self, query_kw):
         return PloneCatalogTool.allow_inactive(self, query_kw)
 
+    # Search API: for Python and restricted code (TALES, scripts) with
+    # "Search ZCatalog", never a URL (stock CMFPlone's have no docstring).
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def searchResults(self, query=None, **kw):
         """Search the catalog as CMFPlone does: pending indexing is processed
@@ -249,9 +264,13 @@ class PGCatalogTool(UniqueObject, Folder):
             kw["sort_on"] = sort_on
         return self._pgc_search(merge_query_args(query, **kw))
 
+    # the tool's own URL: stock CMFPlone marks __call__ zpublish(False) too
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def __call__(self, *args, **kw):
         return self.searchResults(*args, **kw)
 
+    @zpublish(False)
     @security.private
     def unrestrictedSearchResults(self, REQUEST=None, **kw):
         """Search without the security additions (see CMFCore)."""
@@ -263,6 +282,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Like unrestrictedSearchResults, without processQueue()."""
         return self._pgc_search(merge_query_args(REQUEST, **kw))
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def search(self, query, sort_index=None, reverse=0, limit=None,
                merge=1):
@@ -473,6 +493,9 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Writing
     # ------------------------------------------------------------------
+    # Writing entries: Python API only (stock CMFPlone publishes neither
+    # catalog_object nor uncatalog_object).
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
                        pghandler=None):
@@ -563,6 +586,7 @@ class PGCatalogTool(UniqueObject, Folder):
             record[name] = attr
         return record
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid):
         """Remove the entry ``uid`` (a path) from the catalog."""
@@ -571,12 +595,14 @@ class PGCatalogTool(UniqueObject, Folder):
         session.set_commit_error(self._pgc_cid(), uid, None)
         self._pgc_known_paths().discard(uid)
 
+    @zpublish(False)
     @security.private
     def indexObject(self, object, idxs=None):
         if idxs is None:
             idxs = []
         self.reindexObject(object, idxs)
 
+    # CMFCore's functions (private, no docstring: never published)
     unindexObject = CMFCatalogTool.unindexObject
     reindexObject = CMFCatalogTool.reindexObject
     _indexObject = CMFCatalogTool._indexObject
@@ -590,6 +616,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Kept for API compatibility: the counter is bumped by each
         catalog_object / uncatalog_object in PostgreSQL."""
 
+    @zpublish(False)
     @security.private
     def getCounter(self):
         """Changes counter (transactional, in PostgreSQL)."""
@@ -604,6 +631,7 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Records
     # ------------------------------------------------------------------
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getpath(self, rid, default=KeyError):
         """The path of record ``rid``."""
@@ -620,6 +648,7 @@ class PGCatalogTool(UniqueObject, Folder):
             path = cache[rid] = rows[0][0]
         return path
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getrid(self, path, default=None):
         """The record id of ``path``, or ``default``."""
@@ -628,6 +657,7 @@ class PGCatalogTool(UniqueObject, Folder):
             (self._pgc_cid(), path))
         return rows[0][0] if rows else default
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getobject(self, rid, REQUEST=None):
         """The object of record ``rid``."""
@@ -654,6 +684,7 @@ class PGCatalogTool(UniqueObject, Folder):
             "SELECT rid, path FROM pgcatalog_entries WHERE cid = %s "
             "ORDER BY rid", (self._pgc_cid(),))]
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getMetadataForRID(self, rid):
         rows = self._pgc_query(
@@ -665,6 +696,7 @@ class PGCatalogTool(UniqueObject, Folder):
         meta = codec.decode_meta(rows[0][0] or {})
         return {name: meta.get(name, MV) for name in self._catalog.names}
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getIndexDataForRID(self, rid):
         return {name: self._catalog.getIndex(name).getEntryForObject(rid, "")
@@ -724,6 +756,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def __bool__(self):
         return True
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getAllBrains(self):
         """All brains, as a generator (ZCatalog API)."""
@@ -732,6 +765,7 @@ class PGCatalogTool(UniqueObject, Folder):
         for brain in results:
             yield brain
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def searchAll(self):
         rids = [rid for rid, _ in self._pgc_all_paths()]
@@ -740,26 +774,35 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Indexes and columns
     # ------------------------------------------------------------------
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def indexes(self):
         """Names of the indexes."""
         return list(self._catalog._indexes.keys())
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def schema(self):
         """Names of the metadata columns."""
         return list(self._catalog.schema.keys())
 
+    # stock ZCatalog: index_objects "Search ZCatalog" (unwrapped indexes),
+    # getIndexObjects "Manage ZCatalogIndex Entries"; here both hand out
+    # wrapped index objects, so both take the managers' permission.
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def index_objects(self):
         return [self._catalog.getIndex(n) for n in self._catalog._indexes]
 
     getIndexObjects = index_objects
+    security.declareProtected(manage_zcatalog_indexes, "getIndexObjects")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def availableIndexes(self):
         return self._catalog.indexes
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def addIndex(self, name, type, extra=None):
         """Add an index of ZCatalog type ``type`` (a meta_type or an index
@@ -793,6 +836,7 @@ class PGCatalogTool(UniqueObject, Folder):
         except psycopg.Error as exc:
             raise db.translate_error(exc) from exc
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def delIndex(self, name):
         """Remove an index and its values."""
@@ -800,10 +844,12 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_clear_index(index)
         self._catalog.delIndex(name)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def clearIndex(self, name):
         self._catalog.getIndex(name).clear()
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def addColumn(self, name, default_value=None, threshold=10000):
         """Add a metadata column (entries get it at their next reindex, as
@@ -811,12 +857,18 @@ class PGCatalogTool(UniqueObject, Folder):
         self._catalog.addColumn(name, default_value, threshold)
         self._catalog._p_changed = True
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def delColumn(self, name, threshold=10000):
         """Remove a metadata column."""
         self._catalog.delColumn(name, threshold)
         self._catalog._p_changed = True
 
+    # The ZMI's index and column forms: not published here (this tool has
+    # no Indexes or Metadata tab; stock publishes them to Managers, guarded
+    # by plone.protect's ZODB write check).  Add forms of index products
+    # still call manage_addIndex from Python.
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_addIndex(self, name, type, extra=None, REQUEST=None,
                         RESPONSE=None, URL1=None):
@@ -824,6 +876,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None,
                         URL1=None):
@@ -836,10 +889,12 @@ class PGCatalogTool(UniqueObject, Folder):
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_addColumn(self, name, REQUEST=None, RESPONSE=None, URL1=None):
         self.addColumn(name)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_delColumn(self, names, REQUEST=None, RESPONSE=None,
                          URL1=None):
@@ -848,6 +903,7 @@ class PGCatalogTool(UniqueObject, Folder):
         for name in names:
             self.delColumn(name)
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def uniqueValuesFor(self, name):
         """Unique values of index ``name``."""
@@ -866,6 +922,7 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_path_cache().clear()
         self._pgc_known_paths().clear()
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def clearFindAndRebuild(self):
         """Empty the catalog, then index every contentish object (and
@@ -879,6 +936,9 @@ class PGCatalogTool(UniqueObject, Folder):
         if RESPONSE is not None:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    # stock publishes refreshCatalog to Managers (its writes are ZODB
+    # writes plone.protect sees); here it is Python API only
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def refreshCatalog(self, clear=0, pghandler=None):
         """Reindex every catalogued object (clearing first if ``clear``)."""
@@ -895,6 +955,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 continue
             self.catalog_object(obj, path, pghandler=pghandler)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def reindexIndex(self, name, REQUEST=None, pghandler=None):
         """Recompute index(es) ``name`` for every catalogued object (and
@@ -919,14 +980,29 @@ class PGCatalogTool(UniqueObject, Folder):
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
+    @security.private
     def maintain_zodb_cache(self):
         """Nothing to do: the catalog holds no ZODB objects."""
 
+    # stock publishes these two to Managers (its Query Plan and Query
+    # Report tabs); this tool has neither
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
     def getCatalogPlan(self):
         return ""
 
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
     def getCatalogReport(self):
         return []
+
+    # RoleManager.valid_roles is published by its docstring; stock
+    # ZCatalog replaces it with an unpublished "Search ZCatalog" method
+    @zpublish(False)
+    @security.protected(search_zcatalog)
+    def valid_roles(self):
+        return Folder.valid_roles(self)
 
 
 

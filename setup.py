@@ -30,6 +30,7 @@ setup(
         "Products.ExtendedPathIndex",
         "Products.DateRecurringIndex",
         "plone.folder",
+        "plone.protect",
         "psycopg[binary]>=3.2",
         "psycopg_pool>=3.2",
         "orjson",

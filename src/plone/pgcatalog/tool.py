@@ -12,8 +12,10 @@ unindexObject) buffers writes in the transaction's
 Web surface: every method states whether ZPublisher may publish it
 (``zpublish``) and which permission guards it (for restricted code too), as
 in stock CMFPlone or narrower: the catalog API is for Python and restricted
-code, not for URLs (``tests/test_web_surface.py`` holds the measured
-table).
+code, not for URLs.  The ZMI actions that write are published for POST only
+and check plone.protect's authenticator, because plone.protect's automatic
+CSRF check sees ZODB writes only and ours go to PostgreSQL
+(``tests/test_web_surface.py`` holds the measured table).
 """
 import functools
 import threading
@@ -34,6 +36,9 @@ from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.indexer.interfaces import IIndexableObject
+from plone.protect import CheckAuthenticator
+from plone.protect import PostOnly
+from plone.protect import protect
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -912,7 +917,12 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Rebuilding
     # ------------------------------------------------------------------
+    # ZMI actions that write to PostgreSQL: plone.protect's automatic check
+    # sees ZODB writes only, so these check its authenticator themselves
+    # when published (POST only); Python callers (no REQUEST) are unchanged.
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Remove every entry of this catalog (in the current transaction:
         other readers keep seeing the old entries until it commits)."""
@@ -929,8 +939,10 @@ class PGCatalogTool(UniqueObject, Folder):
         plone.app.discussion comments), in one transaction."""
         return PloneCatalogTool.clearFindAndRebuild(self)
 
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
-    def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
+    @protect(CheckAuthenticator, PostOnly)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None):
         """Clear and rebuild the catalog."""
         self.clearFindAndRebuild()
         if RESPONSE is not None:
@@ -971,9 +983,12 @@ class PGCatalogTool(UniqueObject, Folder):
                 continue
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
 
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None,
                             URL1=None):
+        """Reindex the selected indexes (the status page's form)."""
         if not ids:
             raise BadRequest("No items specified")
         self.reindexIndex(ids, REQUEST)

@@ -6,7 +6,13 @@ CMFPlone against plone.pgcatalog):
 
 A request goes through ZPublisher's WSGI publisher with Plone's error
 handling (as plone.testing.zope.Browser does), with HTTP basic auth for
-the Member and the Manager.
+the Member and the Manager.  The site has a published and a private
+document.  One tab-separated line per request: site, role, method, name
+(``probe:`` lines ask for the private document by rid or path), status,
+class (see ``classify``), what the request committed (``ENTRIES(a->b)``,
+``PG``: catalog rows, ``ZODB``) and ``LEAK`` when the private document's
+id, title or subject is in the answer.  About 20,000 requests a site,
+a minute or two.
 """
 import base64
 import sys
@@ -122,35 +128,37 @@ def tool_names():
     return public_names(CatalogTool, PGCatalogTool) + ["__call__"]
 
 
+#: the stock class of each index kind
+STOCK_INDEX_CLASSES = {
+    "FieldIndex": "Products.PluginIndexes.FieldIndex.FieldIndex.FieldIndex",
+    "KeywordIndex":
+        "Products.PluginIndexes.KeywordIndex.KeywordIndex.KeywordIndex",
+    "BooleanIndex":
+        "Products.PluginIndexes.BooleanIndex.BooleanIndex.BooleanIndex",
+    "UUIDIndex": "Products.PluginIndexes.UUIDIndex.UUIDIndex.UUIDIndex",
+    "DateIndex": "Products.PluginIndexes.DateIndex.DateIndex.DateIndex",
+    "DateRangeIndex":
+        "Products.PluginIndexes.DateRangeIndex.DateRangeIndex.DateRangeIndex",
+    "DateRecurringIndex":
+        "Products.DateRecurringIndex.index.DateRecurringIndex",
+    "ExtendedPathIndex":
+        "Products.ExtendedPathIndex.ExtendedPathIndex.ExtendedPathIndex",
+    "ZCTextIndex": "Products.ZCTextIndex.ZCTextIndex.ZCTextIndex",
+    "GopipIndex": "plone.folder.nogopip.GopipIndex",
+}
+
+
 def index_names(kind):
+    """Public names of the stock class and of ours for index kind ``kind``."""
     from plone.pgcatalog.indexes import kind_for
-    from Products.ZCatalog.ZCatalog import ZCatalog
-    stock = {
-        "FieldIndex": "Products.PluginIndexes.FieldIndex.FieldIndex:FieldIndex",
-        "KeywordIndex":
-            "Products.PluginIndexes.KeywordIndex.KeywordIndex:KeywordIndex",
-        "BooleanIndex":
-            "Products.PluginIndexes.BooleanIndex.BooleanIndex:BooleanIndex",
-        "UUIDIndex": "Products.PluginIndexes.UUIDIndex.UUIDIndex:UUIDIndex",
-        "DateIndex": "Products.PluginIndexes.DateIndex.DateIndex:DateIndex",
-        "DateRangeIndex":
-            "Products.PluginIndexes.DateRangeIndex.DateRangeIndex:"
-            "DateRangeIndex",
-        "DateRecurringIndex":
-            "Products.DateRecurringIndex.index:DateRecurringIndex",
-        "ExtendedPathIndex":
-            "Products.ExtendedPathIndex.ExtendedPathIndex:ExtendedPathIndex",
-        "ZCTextIndex": "Products.ZCTextIndex.ZCTextIndex:ZCTextIndex",
-        "GopipIndex": "plone.folder.nogopip:GopipIndex",
-    }[kind]
     from zope.dottedname.resolve import resolve
-    del ZCatalog
-    return public_names(resolve(stock.replace(":", ".")), kind_for(kind))
+    return public_names(resolve(STOCK_INDEX_CLASSES[kind]), kind_for(kind))
 
 
 def url(name, index=None):
     if index is not None:
-        return "/plone/portal_catalog/Indexes/%s/%s" % (index, name)
+        return ("/plone/portal_catalog/Indexes/%s/%s" % (index, name)).rstrip(
+            "/")
     if name == "__call__":
         return "/plone/portal_catalog"
     return "/plone/portal_catalog/" + name
@@ -214,11 +222,13 @@ def _entries(portal):
 def _targets():
     targets = [(None, n) for n in tool_names()]
     for kind, index in INDEX_KINDS.items():
+        targets.append((index, ""))  # the index object itself
         targets.extend((index, n) for n in index_names(kind))
-    # WebDAV's DELETE and MOVE answer GET too: in a stock site a Manager's
-    # DELETE of an index leaves the connection's catalog without it (the
-    # transaction is aborted, a plain dict is not restored): ask them last
-    return sorted(targets, key=lambda t: t[1] in ("DELETE", "MOVE"))
+    # WebDAV's DELETE answers GET too: in a stock site a Manager's DELETE of
+    # an index leaves the connection's catalog without it even when nothing
+    # is committed (a plain dict is not restored): ask it last, start afresh
+    # after it
+    return sorted(targets, key=lambda t: t[1] == "DELETE")
 
 
 def measure(layer, label, out):
@@ -287,7 +297,7 @@ def measure(layer, label, out):
                                  else name)
                         write(role, method, where, status, location,
                               ",".join(changed), body)
-                        if changed:
+                        if changed or name == "DELETE":
                             stop()
                             start()
                     out.flush()

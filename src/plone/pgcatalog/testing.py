@@ -38,7 +38,15 @@ def snapshot():
 
 
 def restore(data):
-    """Put the catalog rows back as ``snapshot`` found them."""
+    """Put the catalog rows back as ``snapshot`` found them.
+
+    This rewinds the catalogs' change stamps, which the process-wide caches
+    of catalog-wide answers take for "unchanged" when they come round again
+    (a later test's commit reaching the same stamp would be served this
+    test's unique values): those caches are emptied too."""
+    from plone.pgcatalog import tool
+    for cache in (tool._stamped, tool._text_stats, tool._text_df):
+        cache.clear()
     with db.get_pool().connection() as conn:
         with conn.transaction():
             conn.execute("TRUNCATE %s CASCADE" % ", ".join(_TABLES))

@@ -8,6 +8,14 @@ unrestrictedSearchResults, search) compiles queries with
 uncatalog_object and CMFCore's queued indexObject/reindexObject/
 unindexObject) buffers writes in the transaction's
 :class:`plone.pgcatalog.db.CatalogSession`.
+
+Web surface: every method states whether ZPublisher may publish it
+(``zpublish``) and which permission guards it (for restricted code too), as
+in stock CMFPlone or narrower: the catalog API is for Python and restricted
+code, not for URLs.  The ZMI actions that write are published for POST only
+and check plone.protect's authenticator, because plone.protect's automatic
+CSRF check sees ZODB writes only and ours go to PostgreSQL
+(``tests/test_web_surface.py`` holds the measured table).
 """
 import functools
 import threading
@@ -28,6 +36,9 @@ from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.indexer.interfaces import IIndexableObject
+from plone.protect import CheckAuthenticator
+from plone.protect import PostOnly
+from plone.protect import protect
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -40,6 +51,7 @@ from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
 import psycopg
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
+from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
 from plone.pgcatalog import db
@@ -128,10 +140,12 @@ class PGCatalogTool(UniqueObject, Folder):
         {"id": "unwrapobjects", "type": "boolean", "mode": "w"},
     )
 
+    # Folder's tabs without "View": stock CMFPlone has none, and it would
+    # send a Member's manage_workspace to the tool's URL.
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
-    ) + Folder.manage_options[1:]
+    ) + tuple(o for o in Folder.manage_options[1:] if o["label"] != "View")
 
     def __init__(self, id=None):
         self.id = id or "portal_catalog"
@@ -203,6 +217,7 @@ class PGCatalogTool(UniqueObject, Folder):
         _stamped[key] = (stamp, value)
         return value
 
+    @zpublish(False)  # OFS's copy hook
     def manage_afterClone(self, item):
         # a copied catalog is a new, empty catalog
         self._pgc_key = uuid.uuid4().hex
@@ -215,6 +230,7 @@ class PGCatalogTool(UniqueObject, Folder):
                               "manage_catalogStatus")
     manage_catalogStatus = PageTemplateFile("www/status.zpt", globals())
 
+    @zpublish(False)  # data for manage_catalogStatus, not a page
     @security.protected(manage_zcatalog_entries)
     def pgc_status(self):
         """Facts about this catalog for the ZMI status page."""
@@ -249,9 +265,13 @@ class PGCatalogTool(UniqueObject, Folder):
 
     security.declarePrivate("allow_inactive")
 
+    @zpublish(False)
     def allow_inactive(self, query_kw):
         return PloneCatalogTool.allow_inactive(self, query_kw)
 
+    # Search API: for Python and restricted code (TALES, scripts) with
+    # "Search ZCatalog", never a URL (stock CMFPlone's have no docstring).
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def searchResults(self, query=None, **kw):
         """Search the catalog as CMFPlone does: pending indexing is processed
@@ -282,9 +302,13 @@ class PGCatalogTool(UniqueObject, Folder):
             kw["sort_on"] = sort_on
         return self._pgc_search(merge_query_args(query, **kw))
 
+    # the tool's own URL: stock CMFPlone marks __call__ zpublish(False) too
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def __call__(self, *args, **kw):
         return self.searchResults(*args, **kw)
 
+    @zpublish(False)
     @security.private
     def unrestrictedSearchResults(self, REQUEST=None, **kw):
         """Search without the security additions (see CMFCore)."""
@@ -296,6 +320,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Like unrestrictedSearchResults, without processQueue()."""
         return self._pgc_search(merge_query_args(REQUEST, **kw))
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def search(self, query, sort_index=None, reverse=0, limit=None,
                merge=1):
@@ -537,6 +562,9 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Writing
     # ------------------------------------------------------------------
+    # Writing entries: Python API only (stock CMFPlone publishes neither
+    # catalog_object nor uncatalog_object).
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
                        pghandler=None):
@@ -627,6 +655,7 @@ class PGCatalogTool(UniqueObject, Folder):
             record[name] = attr
         return record
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid):
         """Remove the entry ``uid`` (a path) from the catalog."""
@@ -635,12 +664,14 @@ class PGCatalogTool(UniqueObject, Folder):
         session.set_commit_error(self._pgc_cid(), uid, None)
         self._pgc_known_paths().discard(uid)
 
+    @zpublish(False)
     @security.private
     def indexObject(self, object, idxs=None):
         if idxs is None:
             idxs = []
         self.reindexObject(object, idxs)
 
+    # CMFCore's functions (private, no docstring: never published)
     unindexObject = CMFCatalogTool.unindexObject
     reindexObject = CMFCatalogTool.reindexObject
     _indexObject = CMFCatalogTool._indexObject
@@ -654,6 +685,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Kept for API compatibility: the counter is bumped by each
         catalog_object / uncatalog_object in PostgreSQL."""
 
+    @zpublish(False)
     @security.private
     def getCounter(self):
         """Changes counter (transactional, in PostgreSQL)."""
@@ -668,6 +700,7 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Records
     # ------------------------------------------------------------------
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getpath(self, rid, default=KeyError):
         """The path of record ``rid``."""
@@ -686,6 +719,7 @@ class PGCatalogTool(UniqueObject, Folder):
             path = cache[rid] = rows[0][0]
         return path
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getrid(self, path, default=None):
         """The record id of ``path``, or ``default``."""
@@ -696,6 +730,7 @@ class PGCatalogTool(UniqueObject, Folder):
             (self._pgc_cid(), path))
         return rows[0][0] if rows else default
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getobject(self, rid, REQUEST=None):
         """The object of record ``rid``."""
@@ -724,6 +759,7 @@ class PGCatalogTool(UniqueObject, Folder):
             "SELECT rid, path FROM pgcatalog_entries WHERE cid = %s "
             "ORDER BY rid", (self._pgc_cid(),))]
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getMetadataForRID(self, rid):
         rid = rid_key(int(rid))  # int(): ZCatalog's first step
@@ -738,6 +774,7 @@ class PGCatalogTool(UniqueObject, Folder):
         meta = codec.decode_meta(rows[0][0] or {})
         return {name: meta.get(name, MV) for name in self._catalog.names}
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getIndexDataForRID(self, rid):
         return {name: self._catalog.getIndex(name).getEntryForObject(rid, "")
@@ -800,6 +837,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def __bool__(self):
         return True
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def getAllBrains(self):
         """All brains, as a generator (ZCatalog API)."""
@@ -808,6 +846,7 @@ class PGCatalogTool(UniqueObject, Folder):
         for brain in results:
             yield brain
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def searchAll(self):
         rids = [rid for rid, _ in self._pgc_all_paths()]
@@ -816,26 +855,35 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Indexes and columns
     # ------------------------------------------------------------------
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def indexes(self):
         """Names of the indexes."""
         return list(self._catalog._indexes.keys())
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def schema(self):
         """Names of the metadata columns."""
         return list(self._catalog.schema.keys())
 
+    # stock ZCatalog: index_objects "Search ZCatalog" (unwrapped indexes),
+    # getIndexObjects "Manage ZCatalogIndex Entries"; here both hand out
+    # wrapped index objects, so both take the managers' permission.
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def index_objects(self):
         return [self._catalog.getIndex(n) for n in self._catalog._indexes]
 
     getIndexObjects = index_objects
+    security.declareProtected(manage_zcatalog_indexes, "getIndexObjects")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def availableIndexes(self):
         return self._catalog.indexes
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def addIndex(self, name, type, extra=None):
         """Add an index of ZCatalog type ``type`` (a meta_type or an index
@@ -869,6 +917,7 @@ class PGCatalogTool(UniqueObject, Folder):
         except psycopg.Error as exc:
             raise db.translate_error(exc) from exc
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def delIndex(self, name):
         """Remove an index and its values."""
@@ -876,10 +925,12 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_clear_index(index)
         self._catalog.delIndex(name)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def clearIndex(self, name):
         self._catalog.getIndex(name).clear()
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def addColumn(self, name, default_value=None, threshold=10000):
         """Add a metadata column (entries get it at their next reindex, as
@@ -887,12 +938,18 @@ class PGCatalogTool(UniqueObject, Folder):
         self._catalog.addColumn(name, default_value, threshold)
         self._catalog._p_changed = True
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def delColumn(self, name, threshold=10000):
         """Remove a metadata column."""
         self._catalog.delColumn(name, threshold)
         self._catalog._p_changed = True
 
+    # The ZMI's index and column forms: not published here (this tool has
+    # no Indexes or Metadata tab; stock publishes them to Managers, guarded
+    # by plone.protect's ZODB write check).  Add forms of index products
+    # still call manage_addIndex from Python.
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_addIndex(self, name, type, extra=None, REQUEST=None,
                         RESPONSE=None, URL1=None):
@@ -900,6 +957,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None,
                         URL1=None):
@@ -912,10 +970,12 @@ class PGCatalogTool(UniqueObject, Folder):
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_addColumn(self, name, REQUEST=None, RESPONSE=None, URL1=None):
         self.addColumn(name)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
     def manage_delColumn(self, names, REQUEST=None, RESPONSE=None,
                          URL1=None):
@@ -924,6 +984,7 @@ class PGCatalogTool(UniqueObject, Folder):
         for name in names:
             self.delColumn(name)
 
+    @zpublish(False)
     @security.protected(search_zcatalog)
     def uniqueValuesFor(self, name):
         """Unique values of index ``name``."""
@@ -932,7 +993,12 @@ class PGCatalogTool(UniqueObject, Folder):
     # ------------------------------------------------------------------
     # Rebuilding
     # ------------------------------------------------------------------
+    # ZMI actions that write to PostgreSQL: plone.protect's automatic check
+    # sees ZODB writes only, so these check its authenticator themselves
+    # when published (POST only); Python callers (no REQUEST) are unchanged.
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Remove every entry of this catalog (in the current transaction:
         other readers keep seeing the old entries until it commits)."""
@@ -942,19 +1008,25 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_path_cache().clear()
         self._pgc_known_paths().clear()
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def clearFindAndRebuild(self):
         """Empty the catalog, then index every contentish object (and
         plone.app.discussion comments), in one transaction."""
         return PloneCatalogTool.clearFindAndRebuild(self)
 
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
-    def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
+    @protect(CheckAuthenticator, PostOnly)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None):
         """Clear and rebuild the catalog."""
         self.clearFindAndRebuild()
         if RESPONSE is not None:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    # stock publishes refreshCatalog to Managers (its writes are ZODB
+    # writes plone.protect sees); here it is Python API only
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def refreshCatalog(self, clear=0, pghandler=None):
         """Reindex every catalogued object (clearing first if ``clear``)."""
@@ -971,6 +1043,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 continue
             self.catalog_object(obj, path, pghandler=pghandler)
 
+    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def reindexIndex(self, name, REQUEST=None, pghandler=None):
         """Recompute index(es) ``name`` for every catalogued object (and
@@ -986,23 +1059,41 @@ class PGCatalogTool(UniqueObject, Folder):
                 continue
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
 
+    @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None,
                             URL1=None):
+        """Reindex the selected indexes (the status page's form)."""
         if not ids:
             raise BadRequest("No items specified")
         self.reindexIndex(ids, REQUEST)
         if REQUEST and RESPONSE:
             RESPONSE.redirect(URL1 + "/manage_main")
 
+    @zpublish(False)
+    @security.private
     def maintain_zodb_cache(self):
         """Nothing to do: the catalog holds no ZODB objects."""
 
+    # stock publishes these two to Managers (its Query Plan and Query
+    # Report tabs); this tool has neither
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
     def getCatalogPlan(self):
         return ""
 
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
     def getCatalogReport(self):
         return []
+
+    # RoleManager.valid_roles is published by its docstring; stock
+    # ZCatalog replaces it with an unpublished "Search ZCatalog" method
+    @zpublish(False)
+    @security.protected(search_zcatalog)
+    def valid_roles(self):
+        return Folder.valid_roles(self)
 
 
 

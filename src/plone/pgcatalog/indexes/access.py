@@ -5,11 +5,22 @@ but callers still use the data API: ``_index`` (plone.app.uuid's
 ``UID._index.get(uuid)``, the Keywords vocabulary's ``iter(Subject._index)``),
 ``uniqueValues``, ``numObjects``, ``indexSize``, ``getEntryForObject``,
 ``_apply_index`` / ``query_index``, ``documentToKeyMap`` and ``clear``.
+
+None of it is published (``portal_catalog/Indexes/<name>/<method>``): these
+are Python API.  Permissions for restricted code: reading takes "Search
+ZCatalog" (as the tool's uniqueValuesFor and getIndexDataForRID), writing
+"Manage ZCatalogIndex Entries".  Stock index classes leave most of these
+undeclared (a stock DateIndex's ``clear`` answers Anonymous over the web).
 """
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_indexes
+from AccessControl.Permissions import search_zcatalog
+from AccessControl.SecurityInfo import ClassSecurityInfo
 from BTrees.IIBTree import IISet
 from BTrees.IIBTree import IITreeSet
 from ComputedAttribute import ComputedAttribute
 from Products.ZCatalog.query import IndexQuery
+from ZPublisher import zpublish
 
 
 def _tool(index):
@@ -97,9 +108,13 @@ class DocumentKeyMap:
 class IndexData:
     """Data API of index objects, delegated to the catalog tool."""
 
+    security = ClassSecurityInfo()
+
     # computed on the acquisition wrapper, so the mapping finds the tool
     _index = ComputedAttribute(lambda self: IndexMapping(self), 1)
 
+    @zpublish(False)
+    @security.protected(manage_zcatalog_indexes)
     def clear(self):
         """Drop this index's values from the catalog (the objects stay
         catalogued; a reindex fills the index again, as in ZCatalog)."""
@@ -109,11 +124,15 @@ class IndexData:
             return  # not attached yet (construction): nothing stored
         tool._pgc_clear_index(self)
 
+    @zpublish(False)
+    @security.protected(manage_zcatalog_indexes)
     def index_object(self, documentId, obj, threshold=None):
         # Indexing goes through the catalog tool (catalog_object), which
         # writes all of an entry's values at once.
         return 0
 
+    @zpublish(False)
+    @security.protected(manage_zcatalog_indexes)
     def unindex_object(self, documentId):
         return None
 
@@ -150,6 +169,8 @@ class IndexData:
             values.sort(key=lambda item: repr(item[0]))
         return tuple(values)
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def uniqueValues(self, name=None, withLengths=0):
         if name is None:
             name = self.getId()
@@ -158,6 +179,8 @@ class IndexData:
         for key, count in self._pgc_unique_values():
             yield (key, count) if withLengths else key
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def numObjects(self):
         tool = _tool(self)
         if self.pgc_storage == "text":
@@ -173,6 +196,8 @@ class IndexData:
             "SELECT count(*) FROM pgcatalog_entries e WHERE e.cid = %%s AND "
             "e.idx ? %s" % self._pgc_key_literal, (tool._pgc_cid(),))[0][0]
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def indexSize(self):
         if self.pgc_storage != "idx":
             return self.numObjects()
@@ -181,6 +206,8 @@ class IndexData:
     def __len__(self):
         return self.indexSize()
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def getEntryForObject(self, documentId, default=None):
         tool = _tool(self)
         value = tool._pgc_index_value(self, documentId)
@@ -188,12 +215,18 @@ class IndexData:
             return default
         return self.pgc_decode(value)
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def documentToKeyMap(self):
         return DocumentKeyMap(self)
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def keyForDocument(self, id):
         return self.documentToKeyMap()[id]
 
+    @zpublish(False)
+    @security.protected(search_zcatalog)
     def query_index(self, record, resultset=None):
         tool = _tool(self)
         return IISet(tool._pgc_index_rids(self, record))
@@ -206,3 +239,6 @@ class IndexData:
         if iq.keys is None:
             return None
         return self.query_index(iq, resultset), (self.getId(),)
+
+
+InitializeClass(IndexData)

@@ -37,8 +37,19 @@ The small interface, mixed in by :class:`PGIndex`:
 ``pgc_decode(value)``
     Turn a stored value back into what ZCatalog's index would hand out
     (``uniqueValues``, ``getEntryForObject``).
+
+None of these is for the web or for restricted code: :func:`seal` makes
+every ``pgc_*`` method of every kind private and unpublishable, every other
+method plone.pgcatalog defines on an index object unpublishable (the data
+API's permissions are declared in ``access.py``), and so the stock classes'
+methods working on their own BTrees (:data:`STOCK_DATA_METHODS`).
 """
+from types import FunctionType
+
 from psycopg import sql
+from ZPublisher import zpublish
+from ZPublisher import zpublish_mark
+from ZPublisher import zpublish_wrap
 
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes.access import IndexData
@@ -93,8 +104,58 @@ class QueryContext:
         self.rank_params.extend(params)
 
 
+#: Data methods of the stock index classes: they read or write the stock
+#: index's BTrees (ours has none: the data is in PostgreSQL) or its request
+#: cache.  Stock publishes several by their docstrings (a stock DateIndex
+#: answers Anonymous's ``histogram`` and ``insertForwardIndexEntry``); on
+#: ours none is published.
+STOCK_DATA_METHODS = (
+    "getCounter", "getRequestCache", "getRequestCacheKey",
+    "hasUniqueValuesFor", "histogram", "insertEntry",
+    "insertForwardIndexEntry", "items", "query", "referencedObjects",
+    "removeForwardIndexEntry", "search", "unindex_objectKeywords",
+)
+
+
+def _ours(klass):
+    return klass.__module__.startswith("plone.pgcatalog.")
+
+
+def seal(cls):
+    """Nothing plone.pgcatalog defines on an index object is published
+    (``portal_catalog/Indexes/<name>/<method>``): its methods, wherever in
+    ``cls``'s bases they come from, are marked ``zpublish(False)``, and the
+    ``pgc_*`` contract is private for restricted code as well.  The stock
+    data methods ``cls`` inherits are wrapped unpublished (same signature,
+    same behaviour for Python callers, same permission declarations: those
+    go by name).  Other methods of the stock index classes (configuration
+    getters, ZMI pages) keep their stock declarations."""
+    for klass in cls.__mro__:
+        if not _ours(klass):
+            continue
+        for name, value in list(vars(klass).items()):
+            if name.startswith("_") or not isinstance(value, FunctionType):
+                continue
+            zpublish(False)(value)
+            if name.startswith("pgc_"):
+                setattr(cls, name + "__roles__", ())
+    for name in STOCK_DATA_METHODS:
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if owner is None or _ours(owner):
+            continue
+        method = vars(owner)[name]
+        if isinstance(method, FunctionType) and \
+                zpublish_mark(method) is not False:
+            setattr(cls, name, zpublish_wrap(method, conditional=False,
+                                             publish=False))
+
+
 class PGIndex(IndexData):
     """Mixin giving an index class the plone.pgcatalog contract."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        seal(cls)
 
     pgc_storage = "idx"
     pgc_sortable = True
@@ -160,6 +221,9 @@ class PGIndex(IndexData):
         """SQL statements creating the PostgreSQL indexes this index wants
         on ``table`` (the entries table name, already quoted)."""
         return []
+
+
+seal(PGIndex)
 
 
 def find_tool(index):

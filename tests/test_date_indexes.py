@@ -252,7 +252,7 @@ def world():
             "VALUES (%s, %s, '/plone', 2, %s::jsonb)",
             [(other, path, idx) for rid, path, idx in rows[:50]])
     for index in ours.values():
-        schema.ensure_index_ddl(conn, index.pgc_ddl(schema.ENTRIES))
+        schema.ensure_index_ddl(conn, schema.index_statements(index, cid))
     conn.execute("ANALYZE pgcatalog_entries")
     tool = StubTool(conn, cid)
     for index in ours.values():

@@ -88,8 +88,6 @@ def db():
     dsn = pgserver.fresh_database("pgcatalog_path")
     with psycopg.connect(dsn, autocommit=True) as conn:
         schema.ensure_schema(conn)
-        schema.ensure_index_ddl(
-            conn, PGExtendedPathIndex("path").pgc_ddl(schema.ENTRIES))
         cats = {}
         for name, paths in DATASETS.items():
             cid = conn.execute(
@@ -399,9 +397,8 @@ def test_configuration_only():
     assert not hasattr(index, "_unindex")
     assert index.getIndexSourceNames() == ("getPhysicalPath",)
     assert index.pgc_sort(QueryContext()) == ("e.path", "TRUE")
-    (ddl,) = index.pgc_ddl("pgcatalog_entries")
-    assert ddl.startswith("CREATE INDEX IF NOT EXISTS ")
-    assert ddl.endswith(" ON pgcatalog_entries (cid, depth)")
+    # the base schema's (cid, path), (cid, parent), (cid, depth) serve it
+    assert index.pgc_indexes() == []
 
 
 def test_index_physical_path_as_in_zcatalog():

@@ -354,7 +354,9 @@ class TestTransactions(unittest.TestCase):
         self.assertEqual(
             [s for s in self._subjects() if s in ("alpha", "epsilon")],
             ["epsilon"])
-        # Another process commits a change: its commit bumps the stamp.
+        # Another process commits a change: its commit bumps the stamp
+        # (a row of the commit log).  This transaction still reads its
+        # snapshot (as it reads the ZODB's); the next one sees the change.
         cid = self.catalog._pgc_cid()
         with psycopg.connect(config.get_dsn(), autocommit=True) as other:
             with other.transaction():
@@ -362,8 +364,10 @@ class TestTransactions(unittest.TestCase):
                     "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
                     "'{Subject}', '[\"gamma\"]') WHERE cid = %s AND path "
                     "LIKE '%%/s1'", (cid,))
-                other.execute("UPDATE pgcatalog_catalogs SET stamp = stamp "
-                              "+ 1 WHERE cid = %s", (cid,))
+                other.execute("INSERT INTO pgcatalog_commits (cid, delta) "
+                              "VALUES (%s, 1)", (cid,))
+        self.assertNotIn("gamma", self._subjects())
+        transaction.abort()
         self.assertIn("gamma", self._subjects())
         self.assertNotIn("alpha", self._subjects())
         # Without a stamp change the cached answer is served: proof that
@@ -373,6 +377,7 @@ class TestTransactions(unittest.TestCase):
                 "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
                 "'{Subject}', '[\"delta\"]') WHERE cid = %s AND path "
                 "LIKE '%%/s1'", (cid,))
+        transaction.abort()
         self.assertIn("gamma", self._subjects())
 
 

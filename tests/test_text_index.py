@@ -151,7 +151,8 @@ def env():
         "INSERT INTO pgcatalog_catalogs (key) VALUES ('t') RETURNING cid"
     ).fetchone()[0]
     for name in NAMES:
-        schema.ensure_index_ddl(conn, pgidx[name].pgc_ddl("pgcatalog_entries"))
+        schema.ensure_index_ddl(conn, schema.index_statements(pgidx[name],
+                                                              cid))
     docs = make_docs()
     rows = []
     with conn.transaction():
@@ -540,9 +541,9 @@ def test_extract_edge_cases(env):
 def test_ddl_and_gin_index_used(env):
     conn = env["conn"]
     index = env["pg"]["SearchableText"]
-    (stmt,) = index.pgc_ddl("pgcatalog_entries")
-    assert stmt.startswith("CREATE INDEX IF NOT EXISTS")
-    conn.execute(stmt)  # idempotent
+    (stmt,) = schema.index_statements(index, 1)
+    assert stmt.as_string(None).startswith("CREATE INDEX IF NOT EXISTS")
+    conn.execute(stmt, ())  # idempotent
     found = conn.execute(
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'pgcatalog_text' "
         "AND indexdef LIKE '%gin%'").fetchall()

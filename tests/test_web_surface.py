@@ -102,7 +102,9 @@ manage_subbingToggle         ddc ddo   nnn nnn
 manage_uncatalogObject       ddo ddo   nnn nnn
 manage_main                  ddo ddo   ddo ddo
 manage_workspace             ddo ddo   ddo ddo
+pgc_recreate_catalog         nnn nnn   nnn nnn
 pgc_status                   nnn nnn   nnn nnn
+pgc_sync_indexes             nnn nnn   nnn nnn
 refreshCatalog               ddo ddo   nnn nnn
 reindexIndex                 nnn nnn   nnn nnn
 reindexObject                nnn nnn   nnn nnn

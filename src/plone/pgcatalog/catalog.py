@@ -56,6 +56,30 @@ class IndexesView:
         return [(k, self._wrap(i)) for k, i in self._catalog._indexes.items()]
 
 
+#: the longest index name plone.pgcatalog takes (characters)
+MAX_INDEX_NAME = 256
+
+
+def check_index_name(name):
+    """Refuse, with a clear CatalogError, an index name plone.pgcatalog
+    cannot keep: not a string, too long, or holding characters PostgreSQL
+    text cannot (NUL, lone surrogates).  Any other string works, ``%``,
+    quotes and spaces included (names reach SQL as literals)."""
+    if not isinstance(name, str):
+        raise CatalogError("An index name must be a string, not %r"
+                           % type(name).__name__)
+    if len(name) > MAX_INDEX_NAME:
+        raise CatalogError("Index names are limited to %d characters (%d "
+                           "given)" % (MAX_INDEX_NAME, len(name)))
+    if "\x00" in name:
+        raise CatalogError("An index name cannot contain NUL characters")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CatalogError("An index name cannot contain lone surrogates "
+                           "(%r)" % name) from None
+
+
 class CatalogConfig(Persistent, Implicit):
     """Index objects and metadata schema of one plone.pgcatalog catalog."""
 
@@ -74,6 +98,7 @@ class CatalogConfig(Persistent, Implicit):
         return self._indexes[name].__of__(self)
 
     def addIndex(self, name, index):
+        check_index_name(name)
         if name in self._indexes:
             raise CatalogError("The index %s already exists" % name)
         if name.startswith("_"):

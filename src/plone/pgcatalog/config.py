@@ -62,13 +62,61 @@ def get_plan_cache_mode():
     return value
 
 
-DEFAULT_LOCK_TIMEOUT_MS = 5000
+DEFAULT_LOCK_TIMEOUT_MS = 1000
+
+
+def _setting(name, env):
+    return _product_config().get(name) or os.environ.get(env)
 
 
 def get_lock_timeout_ms():
     """How long (ms) a catalog write waits for a row another transaction
     holds before raising ConflictError (``lock-timeout-ms`` /
-    ``PGCATALOG_LOCK_TIMEOUT_MS``; default 5000)."""
-    value = (_product_config().get("lock-timeout-ms")
-             or os.environ.get("PGCATALOG_LOCK_TIMEOUT_MS"))
+    ``PGCATALOG_LOCK_TIMEOUT_MS``; default 1000)."""
+    value = _setting("lock-timeout-ms", "PGCATALOG_LOCK_TIMEOUT_MS")
     return int(value) if value else DEFAULT_LOCK_TIMEOUT_MS
+
+
+DEFAULT_POOL_TIMEOUT = 5.0
+
+
+def get_pool_timeout():
+    """How long (s) a transaction waits for a free catalog connection
+    before failing with a retryable error (``pool-timeout`` /
+    ``PGCATALOG_POOL_TIMEOUT``; default 5)."""
+    value = _setting("pool-timeout", "PGCATALOG_POOL_TIMEOUT")
+    return float(value) if value else DEFAULT_POOL_TIMEOUT
+
+
+_BOOLEANS = {"on": True, "true": True, "yes": True, "1": True,
+             "off": False, "false": False, "no": False, "0": False}
+
+
+def get_two_phase_commit():
+    """Use PostgreSQL's two-phase commit when the server allows it
+    (``two-phase-commit`` / ``PGCATALOG_TWO_PHASE_COMMIT``; default on)."""
+    value = _setting("two-phase-commit", "PGCATALOG_TWO_PHASE_COMMIT")
+    if value is None:
+        return True
+    if str(value).lower() not in _BOOLEANS:
+        raise ConfigurationError("two-phase-commit must be on or off, not %r"
+                                 % value)
+    return _BOOLEANS[str(value).lower()]
+
+
+def get_in_doubt_seconds():
+    """Age (s) after which a prepared catalog transaction nobody finished
+    is resolved (``in-doubt-seconds``; default 60)."""
+    value = _setting("in-doubt-seconds", "PGCATALOG_IN_DOUBT_SECONDS")
+    return float(value) if value else 60.0
+
+
+def get_in_doubt_resolution():
+    """``COMMIT`` (default) or ``ROLLBACK``: what happens to such a
+    transaction (``in-doubt-resolution``)."""
+    value = (_setting("in-doubt-resolution", "PGCATALOG_IN_DOUBT_RESOLUTION")
+             or "commit").upper()
+    if value not in ("COMMIT", "ROLLBACK"):
+        raise ConfigurationError("in-doubt-resolution must be commit or "
+                                 "rollback, not %r" % value)
+    return value

@@ -1,40 +1,31 @@
-"""Connections, and the catalog's part in the ZODB transaction.
+"""Connections to PostgreSQL: pools, what the server can do, errors.
 
-One PostgreSQL connection per ZODB transaction: the first catalog call in a
-transaction takes a connection from the pool and joins a
-:class:`CatalogSession` (an ``IDataManager``) to the transaction; every later
-catalog call of that transaction reuses it; the connection goes back to the
-pool when the transaction ends.
-
-Writes are buffered in Python (:class:`PendingWrites`) and reach PostgreSQL
-either before a search of the same transaction (read-your-own-writes: a
-PostgreSQL transaction is opened and kept open until the ZODB transaction
-ends) or at ``tpc_vote``.  The session sorts last among the transaction's
-resources and commits PostgreSQL in ``tpc_vote``, after the storages voted:
-if the catalog write fails, the ZODB transaction aborts before any storage
-has committed.  Savepoints map to PostgreSQL savepoints plus a copy of the
-buffer.  Writes are applied in (catalog, path) order so concurrent
-transactions lock catalog rows in the same order and cannot deadlock on
-them (the existing rows of a batch are locked in (catalog, path) order,
-then written in cataloguing order); serialization failures, deadlocks and
-lock timeouts surface as ``ConflictError`` so Zope retries.
+The catalog's part in a ZODB transaction (one PostgreSQL transaction per ZODB
+transaction, snapshots, two-phase commit) is :mod:`plone.pgcatalog.session`;
+this module gives it connections (:func:`checkout`, replaced when they went
+away), tells it what the server offers (:func:`two_phase`,
+:func:`storage_snapshot`), turns driver errors into the exceptions callers
+see (:func:`translate_error`) and resolves prepared transactions a crashed
+process left behind (:func:`resolve_in_doubt`).
 """
 import logging
 import threading
 
+import os
+import time
+
 import orjson
 import psycopg
-import transaction as transaction_module
 from psycopg import errors as pg_errors
+from psycopg import sql
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
-from transaction.interfaces import IDataManagerSavepoint
-from transaction.interfaces import IDataManager
-from zope.interface import implementer
 
 from plone.pgcatalog import config
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogConflictError
+from plone.pgcatalog.errors import CatalogMissing
+from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 
 
@@ -44,9 +35,6 @@ _pools = {}
 _pools_lock = threading.Lock()
 _schema_ready = set()
 
-_TXN_KEY = "plone.pgcatalog.session"
-
-
 class _Trace:
     """``PGCATALOG_TRACE_FILE=path``: append each catalog statement's time
     (ms, round trip included) and text to ``path`` (diagnostics)."""
@@ -55,20 +43,16 @@ class _Trace:
         self.path = path
         self.lock = threading.Lock()
 
-    def run(self, execute, query, params, prepare, binary):
-        import time
-        start = time.perf_counter()
-        try:
-            return execute(query, params, prepare, binary)
-        finally:
-            ms = (time.perf_counter() - start) * 1000
-            with self.lock, open(self.path, "a") as out:
-                out.write("%.3f\t%s\t%r\n" % (
-                    ms, " ".join(str(query).split()), list(params)))
+    def write(self, started, query, params):
+        ms = (time.perf_counter() - started) * 1000
+        with self.lock, open(self.path, "a") as out:
+            out.write("%.3f\t%s\t%r\n" % (
+                ms, " ".join(str(query).split()), list(params)))
 
 
-_trace = (_Trace(__import__("os").environ["PGCATALOG_TRACE_FILE"])
-          if __import__("os").environ.get("PGCATALOG_TRACE_FILE") else None)
+#: the statement trace, when PGCATALOG_TRACE_FILE is set
+trace = (_Trace(os.environ["PGCATALOG_TRACE_FILE"])
+         if os.environ.get("PGCATALOG_TRACE_FILE") else None)
 _commit_generation = [0]
 
 
@@ -87,9 +71,11 @@ def _configure(conn):
     # entries).
     conn.execute("SET plan_cache_mode = %s" % config.get_plan_cache_mode())
     # A catalog row locked by another transaction is waited for at most
-    # this long, then the request fails with a ConflictError and Zope
-    # retries it: a wait can never turn into a deadlock with RelStorage's
-    # commit lock (which PostgreSQL cannot see as one lock graph).
+    # this long (default 1 s), then the request fails with a ConflictError
+    # and Zope retries it: a wait can never turn into a deadlock with
+    # RelStorage's commit lock (which PostgreSQL cannot see as one lock
+    # graph), and under REPEATABLE READ a wait only pays off when the
+    # holder rolls back (if it commits, this write conflicts anyway).
     conn.execute("SET lock_timeout = %d" % config.get_lock_timeout_ms())
 
 
@@ -124,6 +110,8 @@ def close_pools():
             pool.close()
         _pools.clear()
         _schema_ready.clear()
+        _two_phase.clear()
+        _colocated.clear()
 
 
 def _safe_dsn(dsn):
@@ -144,6 +132,11 @@ def ensure_schema(dsn=None):
     with pool.connection() as conn:
         schema.ensure_schema(conn)
     _schema_ready.add(dsn)
+    try:
+        resolve_in_doubt(dsn)
+    except psycopg.Error:  # e.g. no right to read pg_prepared_xacts
+        logger.warning("could not look for in-doubt catalog transactions",
+                       exc_info=True)
 
 
 #: a transaction writing at least this many entries (install, rebuild,
@@ -163,306 +156,319 @@ def analyze(dsn):
                        exc_info=True)
 
 
-def translate_error(exc):
-    """Map a driver error to the exception callers should see."""
+#: SQLSTATEs of a connection that is gone (class 08, server shutdown,
+#: crash, not accepting connections yet)
+_GONE_STATES = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc):
+    """The error says the connection (or the server) is gone."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _GONE_STATES
+
+
+def translate_error(exc, query=None):
+    """The exception callers see for a driver error ``exc`` (never the
+    driver's own, and never SQL text in its message):
+
+    * concurrent writes (serialization failure, deadlock, lock timeout):
+      :class:`CatalogConflictError`, which Zope retries;
+    * a connection or server that went away: :class:`DatabaseUnavailable`,
+      which Zope retries too;
+    * anything else (a value PostgreSQL cannot take, a limit): logged with
+      the statement, then :class:`CatalogStatementError`."""
     if isinstance(exc, (pg_errors.SerializationFailure,
                         pg_errors.DeadlockDetected,
                         pg_errors.LockNotAvailable)):
         return CatalogConflictError(
-            "concurrent catalog write, retry: %s" % exc)
-    if isinstance(exc, psycopg.OperationalError):
+            "concurrent catalog write, retry: %s" % exc.diag.message_primary
+            if exc.diag.message_primary else "concurrent catalog write")
+    if isinstance(exc, pg_errors.UniqueViolation) and \
+            exc.diag.table_name == schema.ENTRIES:
+        # two transactions catalogued the same new path
+        return CatalogConflictError("concurrent catalog write, retry")
+    if isinstance(exc, pg_errors.ForeignKeyViolation) and \
+            exc.diag.table_name == schema.ENTRIES:
+        forget_catalogs()
+        return CatalogMissing(
+            "The PostgreSQL rows of this catalog are gone (pgcatalog_catalogs "
+            "has no row for it).  Restore the database from a backup, or "
+            "make a new empty catalog (portal_catalog.pgc_recreate_catalog()"
+            ") and rebuild it (Clear and Rebuild).")
+    if connection_lost(exc):
         return DatabaseUnavailable(
-            "PostgreSQL went away during a catalog call: %s" % exc)
-    return exc
+            "PostgreSQL went away during a catalog call (%s)"
+            % type(exc).__name__)
+    logger.error("catalog statement failed: %s: %s\nstatement: %s",
+                 type(exc).__name__, exc,
+                 " ".join(str(query).split()) if query is not None else "?")
+    return CatalogStatementError(
+        "plone.pgcatalog could not run a catalog statement (%s); the "
+        "details are in the server log" % type(exc).__name__)
 
 
-class PendingWrites:
-    """Catalog writes not yet sent to PostgreSQL, coalesced per entry.
-
-    Keyed by ``(cid, path)``; each value is the list of operations for that
-    entry in call order.  ``snapshot()`` / ``restore()`` serve savepoints.
-    """
-
-    def __init__(self):
-        self.ops = {}
-        self.counter = {}  # cid -> number of catalog/uncatalog calls
-
-    def __bool__(self):
-        return bool(self.ops) or bool(self.counter)
-
-    def add(self, cid, path, op):
-        self.ops.setdefault((cid, path), []).append(op)
-        self.counter[cid] = self.counter.get(cid, 0) + 1
-
-    def has_entries(self):
-        return bool(self.ops)
-
-    def take_ops(self):
-        ops, self.ops = self.ops, {}
-        return ops
-
-    def take_counter(self):
-        counter, self.counter = self.counter, {}
-        return counter
-
-    def snapshot(self):
-        return ({key: list(value) for key, value in self.ops.items()},
-                dict(self.counter))
-
-    def restore(self, snap):
-        ops, counter = snap
-        self.ops = {key: list(value) for key, value in ops.items()}
-        self.counter = dict(counter)
 
 
-@implementer(IDataManager)
-class CatalogSession:
-    """The catalog's data manager for one ZODB transaction."""
+# -- connections ------------------------------------------------------------
 
-    transaction_manager = None
-
-    def __init__(self, txn, dsn):
-        self.txn = txn
-        self.dsn = dsn
-        self.conn = None
-        self.in_pg_txn = False
-        self.pending = PendingWrites()
-        self.counter_flushed = {}  # cid -> increments already in the PG txn
-        self.dirty = set()  # cids written to in the PG txn (their stamp)
-        self._sp_seq = 0
-        self.cache = {}  # per-transaction caches (rid -> path, ...)
-        self.rows_written = 0
-        self.writer = None  # set by plone.pgcatalog.writer
-        # (cid, path) -> the error the commit must raise: metadata ZCatalog
-        # would have failed to pickle at commit time (its BTree keeps only
-        # an entry's last record, so a later good record clears it)
-        self.commit_errors = {}
-
-    # -- connection ---------------------------------------------------------
-    def connection(self):
-        if self.conn is None:
-            pool = get_pool(self.dsn)
-            try:
-                self.conn = pool.getconn(timeout=30)
-            except Exception as exc:
-                raise DatabaseUnavailable(
-                    "plone.pgcatalog could not get a PostgreSQL connection: "
-                    "%s" % exc) from exc
-        return self.conn
-
-    def _release(self):
-        conn, self.conn = self.conn, None
-        self.in_pg_txn = False
-        self.cache.clear()
-        if conn is not None:
-            try:
-                get_pool(self.dsn).putconn(conn)
-            except Exception:  # pragma: no cover - pool closed under us
-                logger.exception("returning a catalog connection failed")
-
-    def _begin(self):
-        if not self.in_pg_txn:
-            self.connection().execute("BEGIN")
-            self.in_pg_txn = True
-
-    def execute(self, query, params=(), prepare=None, binary=False):
-        """Run one statement after flushing this transaction's writes.
-
-        Returns the cursor.  A broken idle connection is replaced once."""
-        if self.pending.has_entries() or self.pending.counter:
-            self.flush()
-        if _trace is not None:
-            return _trace.run(self._execute, query, params, prepare, binary)
-        return self._execute(query, params, prepare, binary)
-
-    def _execute(self, query, params, prepare, binary):
-        try:
-            return self.connection().execute(query, params, prepare=prepare,
-                                             binary=binary)
-        except psycopg.OperationalError as exc:
-            if self.in_pg_txn:
-                raise translate_error(exc) from exc
-            # A connection that broke while idle in the pool (server
-            # restart): discard it and try once with a fresh one.
-            self._discard_broken()
-            try:
-                return self.connection().execute(query, params,
-                                                 prepare=prepare,
-                                                 binary=binary)
-            except psycopg.Error as exc2:
-                raise translate_error(exc2) from exc2
-        except psycopg.Error as exc:
-            raise translate_error(exc) from exc
-
-    def _discard_broken(self):
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            finally:
-                get_pool(self.dsn).putconn(conn)
-
-    # -- writes -------------------------------------------------------------
-    def flush(self):
-        """Send buffered writes to PostgreSQL (opens the PG transaction)."""
-        if not self.pending:
-            return
-        self._begin()
-        ops = self.pending.take_ops()
-        counter = self.pending.take_counter()
-        for cid, n in counter.items():
-            self.counter_flushed[cid] = self.counter_flushed.get(cid, 0) + n
-        self.dirty.update(counter)
-        self.dirty.update(cid for cid, _path in ops)
-        if not ops:
-            return
-        conn = self.connection()
-        self._count_written(ops)
-        try:
-            self.writer.apply(conn, ops)
-        except psycopg.Error as exc:
-            raise translate_error(exc) from exc
-
-    def _count_written(self, ops):
-        self.rows_written += len(ops)
-
-    def set_commit_error(self, cid, path, exc, what=None):
-        """Make this transaction's commit fail with ``exc`` (or not, with
-        None) because of entry ``path``'s latest record, as the ZODB would
-        when pickling ZCatalog's data."""
-        if exc is None:
-            self.commit_errors.pop((cid, path), None)
-            return
-        logger.error("%s: %s (the transaction cannot commit)", what, exc)
-        self.commit_errors[(cid, path)] = exc
-
-    def counter_delta(self, cid):
-        return (self.counter_flushed.get(cid, 0)
-                + self.pending.counter.get(cid, 0))
-
-    # -- IDataManager -------------------------------------------------------
-    def sortKey(self):
-        # '~' sorts after the storages' keys: vote last, commit PG there.
-        return "~plone.pgcatalog:%d" % id(self)
-
-    def abort(self, txn):
-        self._rollback_all()
-
-    def tpc_begin(self, txn):
-        pass
-
-    def commit(self, txn):
-        pass
-
-    def tpc_vote(self, txn):
-        if self.commit_errors:
-            raise next(iter(self.commit_errors.values()))
-        if not self.pending and not self.in_pg_txn:
-            return
-        try:
-            self.flush()
-            conn = self.connection()
-            for cid in sorted(self.dirty | set(self.counter_flushed)):
-                conn.execute(
-                    "UPDATE pgcatalog_catalogs SET counter = counter + %s, "
-                    "stamp = stamp + 1 WHERE cid = %s",
-                    (self.counter_flushed.get(cid, 0), cid))
-            conn.execute("COMMIT")
-            self.in_pg_txn = False
-            self.counter_flushed.clear()
-            self.dirty.clear()
-            _commit_generation[0] += 1
-        except psycopg.Error as exc:
-            raise translate_error(exc) from exc
-
-    def tpc_finish(self, txn):
-        big = self.rows_written >= ANALYZE_AFTER_ROWS
-        self._done()
-        if big:
-            analyze(self.dsn)
-
-    def tpc_abort(self, txn):
-        self._rollback_all()
-
-    def _rollback_all(self):
-        try:
-            if self.in_pg_txn and self.conn is not None:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except psycopg.Error:
-                    logger.warning("ROLLBACK of the catalog transaction "
-                                   "failed; discarding the connection",
-                                   exc_info=True)
-                    self._discard_broken()
-        finally:
-            self.pending = PendingWrites()
-            self.counter_flushed.clear()
-            self.dirty.clear()
-            self._done()
-
-    def _done(self):
-        self._release()
-        _forget_session(self.txn)
-
-    # -- savepoints ---------------------------------------------------------
-    def savepoint(self):
-        return SessionSavepoint(self)
+_exhausted_logged = [0.0]
 
 
-@implementer(IDataManagerSavepoint)
-class SessionSavepoint:
+def checkout(dsn):
+    """A connection of ``dsn``'s pool (for one ZODB transaction).
 
-    def __init__(self, session):
-        self.session = session
-        self.snapshot = session.pending.snapshot()
-        self.commit_errors = dict(session.commit_errors)
-        self.counter_flushed = dict(session.counter_flushed)
-        self.pg_name = None
-        if session.in_pg_txn:
-            session._sp_seq += 1
-            self.pg_name = "pgc_sp_%d" % session._sp_seq
-            session.connection().execute("SAVEPOINT " + self.pg_name)
-
-    def rollback(self):
-        session = self.session
-        if session.in_pg_txn:
-            if self.pg_name is not None:
-                session.connection().execute(
-                    "ROLLBACK TO SAVEPOINT " + self.pg_name)
-            else:
-                # Everything in the PG transaction came after this
-                # savepoint: roll it back entirely.
-                session.connection().execute("ROLLBACK")
-                session.in_pg_txn = False
-        session.pending.restore(self.snapshot)
-        session.commit_errors = dict(self.commit_errors)
-        session.counter_flushed = dict(self.counter_flushed)
-        # rid -> path and "has metadata" facts may describe rolled-back rows
-        session.cache.clear()
-
-
-def _forget_session(txn):
+    When the pool has none free within ``pool-timeout`` (more threads than
+    ``pool-max-size``), :class:`DatabaseUnavailable` (retried by Zope),
+    logged once a minute."""
+    pool = get_pool(dsn)
+    if _unresolved.get(dsn):
+        resolve_unresolved(dsn)
     try:
-        txn.set_data(_TXN_KEY, None)
-    except Exception:  # pragma: no cover
-        pass
+        return pool.getconn(timeout=config.get_pool_timeout())
+    except Exception as exc:  # noqa: B902 - PoolTimeout, closed pool
+        now = time.monotonic()
+        if now - _exhausted_logged[0] > 60:
+            _exhausted_logged[0] = now
+            logger.error(
+                "no catalog connection free within %.1f s (pool-max-size %d, "
+                "%s): raise pool-max-size to the number of Zope threads "
+                "(logged once a minute)", config.get_pool_timeout(),
+                config.get_pool_max_size(), type(exc).__name__)
+        raise DatabaseUnavailable(
+            "plone.pgcatalog could not get a PostgreSQL connection (%s)"
+            % type(exc).__name__) from None
 
 
-def current_session(dsn=None, txn_manager=None):
-    """The session of the current transaction, joined on first use."""
-    tm = txn_manager or transaction_module.manager
-    txn = tm.get()
+def checkin(dsn, conn):
+    """Give a connection back to its pool."""
     try:
-        session = txn.data(_TXN_KEY)
-    except KeyError:
-        session = None
-    if session is not None:
-        return session
-    dsn = dsn or config.get_dsn()
-    ensure_schema(dsn)
-    session = CatalogSession(txn, dsn)
-    from plone.pgcatalog.writer import Writer
-    session.writer = Writer()
-    txn.join(session)
-    txn.set_data(_TXN_KEY, session)
-    return session
+        get_pool(dsn).putconn(conn)
+    except Exception:  # noqa: B902 - the pool was closed under us
+        logger.warning("returning a catalog connection failed",
+                       exc_info=True)
+
+
+def discard(dsn, conn):
+    """Close a connection that broke and give it back (the pool replaces
+    it)."""
+    try:
+        conn.close()
+    finally:
+        checkin(dsn, conn)
+
+
+def check_pool(dsn):
+    """After a connection turned out dead: test the idle ones and replace
+    the dead (a server restart kills them all)."""
+    try:
+        get_pool(dsn).check()
+    except Exception:  # noqa: B902 - best effort
+        logger.warning("checking the catalog pool failed", exc_info=True)
+
+
+# -- what the server offers ------------------------------------------------
+
+#: dsn -> whether PREPARE TRANSACTION is available
+_two_phase = {}
+
+
+def two_phase(dsn):
+    """PostgreSQL's two-phase commit is available (``max_prepared_
+    transactions`` > 0, not turned off with ``two-phase-commit off``)."""
+    found = _two_phase.get(dsn)
+    if found is None:
+        found = False
+        if config.get_two_phase_commit():
+            with get_pool(dsn).connection() as conn:
+                found = int(conn.execute(
+                    "SHOW max_prepared_transactions").fetchone()[0]) > 0
+            if not found:
+                logger.warning(
+                    "PostgreSQL has max_prepared_transactions = 0: catalog "
+                    "writes commit in the ZODB's vote, before the storages "
+                    "finish (a storage failing after its vote leaves the "
+                    "catalog ahead of the ZODB).  Set max_prepared_"
+                    "transactions (> the number of Zope threads) for "
+                    "two-phase commit; see docs/transactions.md.")
+        _two_phase[dsn] = found
+    return found
+
+
+#: (dsn, storage key) -> whether the storage's snapshot can be imported
+_colocated = {}
+
+
+def storage_snapshot(dsn, jar):
+    """The id of the ZODB transaction's own database snapshot, when the
+    catalog shares the database of the connection's RelStorage (exported
+    from RelStorage's load connection), else None."""
+    storage = getattr(jar, "_storage", None)
+    load = getattr(storage, "_load_connection", None)
+    adapter = getattr(storage, "_adapter", None)
+    if not load or adapter is None or \
+            "postgresql" not in type(adapter).__module__:
+        return None
+    key = (dsn, getattr(getattr(adapter, "connmanager", None), "_dsn", None))
+    if _colocated.get(key) is False:
+        return None
+    try:
+        cursor = load.cursor
+        cursor.execute("SELECT pg_export_snapshot()")
+        snapshot = cursor.fetchone()[0]
+    except Exception:  # noqa: B902 - another driver, a closed connection
+        logger.warning("could not export RelStorage's snapshot",
+                       exc_info=True)
+        return None
+    if key not in _colocated:
+        _colocated[key] = _can_import(dsn, snapshot)
+        if _colocated[key]:
+            logger.info("catalog and RelStorage share a database: catalog "
+                        "reads use each ZODB transaction's own snapshot")
+        else:
+            logger.warning(
+                "the catalog is not in RelStorage's database: a catalog "
+                "snapshot is taken at the first catalog statement of a "
+                "transaction, a few ms after the ZODB's (see "
+                "docs/transactions.md)")
+    return snapshot if _colocated[key] else None
+
+
+def _can_import(dsn, snapshot):
+    with get_pool(dsn).connection() as conn:
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE "
+                             "READ")
+                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
+                    sql.Literal(snapshot)))
+            return True
+        except psycopg.Error:
+            return False
+
+
+# -- commits ------------------------------------------------------------------
+
+#: global ids of the catalog's prepared transactions start with this
+GID_PREFIX = "pgcatalog:"
+
+#: every writing transaction logs its change count (insert-only: two
+#: transactions writing the same catalog never conflict on it)
+LOG_COMMIT_SQL = "INSERT INTO pgcatalog_commits (cid, delta) VALUES (%s, %s)"
+
+#: the commit log is folded into pgcatalog_catalogs after this many commits
+#: of one process
+COMPACT_EVERY = 200
+
+_since_compact = {}
+_commit_generation = [0]
+
+
+def commit_generation():
+    """Increases each time this process commits catalog writes (per-process
+    caches of catalog-wide figures use it to know they are stale)."""
+    return _commit_generation[0]
+
+
+def committed(dsn, cids):
+    """This process committed writes to catalogs ``cids``."""
+    _commit_generation[0] += 1
+    for cid in cids:
+        n = _since_compact[(dsn, cid)] = _since_compact.get((dsn, cid), 0) + 1
+        if n >= COMPACT_EVERY:
+            _since_compact[(dsn, cid)] = 0
+            compact_commit_log(dsn, cid)
+
+
+def compact_commit_log(dsn, cid):
+    """Fold catalog ``cid``'s commit log into its counter and stamp (one
+    short statement; readers see the same figures before and after)."""
+    try:
+        with get_pool(dsn).connection() as conn:
+            with conn.transaction():
+                if not conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)",
+                                    (schema.COMPACT_LOCK, cid)).fetchone()[0]:
+                    return
+                conn.execute(schema.COMPACT_SQL, (cid, cid))
+    except psycopg.Error:
+        logger.warning("folding the catalog's commit log failed",
+                       exc_info=True)
+
+
+#: dsn -> {gid: "COMMIT PREPARED" / "ROLLBACK PREPARED"} this process could
+#: not send (PostgreSQL unreachable at the time)
+_unresolved = {}
+
+
+def unresolved(dsn, gid, command):
+    _unresolved.setdefault(dsn, {})[gid] = command
+
+
+def resolve_unresolved(dsn):
+    """Send what this process owes its prepared transactions."""
+    owed = _unresolved.get(dsn) or {}
+    for gid, command in list(owed.items()):
+        try:
+            with get_pool(dsn).connection() as conn:
+                if conn.execute("SELECT 1 FROM pg_prepared_xacts WHERE gid = "
+                                "%s", (gid,)).fetchone():
+                    conn.execute(sql.SQL(command + " {}").format(
+                        sql.Literal(gid)))
+            owed.pop(gid, None)
+            logger.warning("%s %s: done (late)", command, gid)
+        except psycopg.Error:
+            logger.warning("%s %s still fails", command, gid, exc_info=True)
+            return
+
+
+def resolve_in_doubt(dsn, older_than=None, decision=None):
+    """Finish the catalog's prepared transactions that nobody will finish:
+    a process crashed between preparing one (its vote, after the storages
+    voted) and committing it (after the storages finished).  Their row locks
+    would block every later write of those entries.
+
+    Those older than ``older_than`` seconds (``in-doubt-seconds``, default
+    60: a live process finishes its own in milliseconds) are committed, or
+    rolled back with ``in-doubt-resolution rollback``: which one matches the
+    ZODB cannot be known here (the crash fell just before or just after the
+    storages committed); the catalog's verify/repair tools reconcile the
+    entries concerned.  Returns ``[(gid, command)]``; run at start-up."""
+    older_than = config.get_in_doubt_seconds() if older_than is None \
+        else older_than
+    command = "%s PREPARED" % (decision or config.get_in_doubt_resolution())
+    done = []
+    with get_pool(dsn).connection() as conn:
+        rows = conn.execute(
+            "SELECT gid, prepared FROM pg_prepared_xacts WHERE gid LIKE %s "
+            "AND database = current_database() AND prepared < "
+            "now() - make_interval(secs => %s)",
+            (GID_PREFIX + "%", older_than)).fetchall()
+        for gid, prepared in rows:
+            try:
+                conn.execute(sql.SQL(command + " {}").format(
+                    sql.Literal(gid)))
+            except psycopg.Error:
+                logger.warning("%s %s failed", command, gid, exc_info=True)
+                continue
+            logger.warning(
+                "in-doubt catalog transaction %s (prepared %s): %s; verify "
+                "the catalog against the ZODB", gid, prepared, command)
+            done.append((gid, command))
+    return done
+
+
+#: catalogs whose cid this process knows, forgotten when their row vanished
+_forget_callbacks = []
+
+
+def forget_catalogs():
+    for callback in _forget_callbacks:
+        callback()
+
+
+def current_session(dsn=None, txn_manager=None, jar=None):
+    """The catalog session of the current transaction
+    (:func:`plone.pgcatalog.session.current_session`)."""
+    from plone.pgcatalog.session import current_session as current
+    return current(dsn, txn_manager, jar)

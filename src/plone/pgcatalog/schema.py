@@ -23,25 +23,41 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     the hot row; ``dl`` / ``tf`` (word count, term frequencies) feed the
     Okapi score; rows up to 8 KB stay uncompressed (``toast_tuple_target``).
 
-Per-index PostgreSQL indexes (B-tree expression indexes, GIN for keyword
-lists, partial GIN for each text index) are created by the index kinds'
-``pgc_ddl`` when ``addIndex`` runs; they are shared by every catalog in the
-database that uses the same index name.
+``pgcatalog_commits``
+    one row per committed writing transaction of a catalog (its change
+    count): insert-only, so concurrent writers never conflict on a shared
+    counter row; folded into ``pgcatalog_catalogs`` from time to time
+    (``COMPACT_SQL``).  ``getCounter`` and the change stamp read both.
+``pgcatalog_indexes``
+    which PostgreSQL indexes each catalog's index uses (the registry:
+    ``delIndex`` drops what ``addIndex`` created, a shared index when its
+    last user goes).
+
+Per-index PostgreSQL indexes are described by the index kinds
+(``pgc_indexes``: :class:`IndexSpec`) and created by the tool when
+``addIndex`` runs.  B-tree expression indexes are partial, one per catalog
+(``WHERE cid = N``): another catalog's values (another index kind under the
+same name) never reach them.  GIN indexes (keyword lists, text) are shared
+by the catalogs using the same name and kind.
 """
 import hashlib
 
 from psycopg import sql
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 ENTRIES = "pgcatalog_entries"
 META = "pgcatalog_meta"
 TEXT = "pgcatalog_text"
 CATALOGS = "pgcatalog_catalogs"
+COMMITS = "pgcatalog_commits"
+INDEXES = "pgcatalog_indexes"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
-_DDL_LOCK = 0x70676361  # "pgca"
+DDL_LOCK = _DDL_LOCK = 0x70676361  # "pgca"
+#: (this, cid): one process at a time folds a catalog's commit log
+COMPACT_LOCK = 0x70676363  # "pgcc"
 
 BASE_DDL = [
     """CREATE TABLE IF NOT EXISTS pgcatalog_schema (
@@ -82,7 +98,72 @@ BASE_DDL = [
         tf jsonb,
         PRIMARY KEY (rid, name)
     ) WITH (toast_tuple_target = 8160)""",
+    # navigation by depth, and the per-catalog depth facts of the path index
+    """CREATE INDEX IF NOT EXISTS pgcatalog_entries_depth
+        ON pgcatalog_entries (cid, depth)""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_commits (
+        id bigserial PRIMARY KEY,
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        delta bigint NOT NULL
+    )""",
+    """CREATE INDEX IF NOT EXISTS pgcatalog_commits_cid
+        ON pgcatalog_commits (cid)""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_indexes (
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        name text NOT NULL,
+        pg_index text NOT NULL,
+        PRIMARY KEY (cid, name, pg_index)
+    )""",
 ]
+
+#: (change counter, change stamp) of catalog %s: the folded figures plus
+#: the commit log's
+STATE_SQL = """
+    SELECT c.counter + coalesce(sum(l.delta), 0), c.stamp + count(l.id)
+    FROM pgcatalog_catalogs c LEFT JOIN pgcatalog_commits l ON l.cid = c.cid
+    WHERE c.cid = %s GROUP BY c.counter, c.stamp"""
+
+#: fold catalog %s's commit log into its row (parameters: cid, cid)
+COMPACT_SQL = """
+    WITH d AS (DELETE FROM pgcatalog_commits WHERE cid = %s RETURNING delta)
+    UPDATE pgcatalog_catalogs SET
+        counter = counter + (SELECT coalesce(sum(delta), 0) FROM d),
+        stamp = stamp + (SELECT count(*) FROM d)
+    WHERE cid = %s"""
+
+
+class IndexSpec:
+    """A PostgreSQL index an index kind wants.
+
+    ``table``: the table (``ENTRIES`` or ``TEXT``); ``body``: what follows
+    ``ON <table>``: ``"((idx -> 'x'))"``, ``"USING gin ((idx -> 'x'))"``,
+    written over the table's columns (no alias); ``where``: an extra
+    predicate or None; ``shared``: one index for every catalog using the
+    same name and kind (GIN, whose expressions cannot fail on another
+    catalog's values), else a partial index on one catalog's rows."""
+
+    __slots__ = ("tag", "table", "body", "where", "shared")
+
+    def __init__(self, tag, body, table=ENTRIES, where=None, shared=False):
+        self.tag = tag
+        self.table = table
+        self.body = body
+        self.where = where
+        self.shared = shared
+
+    def statement(self, cid, index_id):
+        """``(PostgreSQL index name, CREATE INDEX statement)`` for catalog
+        ``cid``'s index ``index_id``."""
+        parts = [self.tag, index_id, self.body, self.where or ""]
+        where = [self.where] if self.where else []
+        if not self.shared:
+            parts.append(str(int(cid)))
+            where.insert(0, "cid = %d" % int(cid))
+        name = index_name(*parts)
+        stmt = sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} {}{}").format(
+            name, sql.Identifier(self.table), sql.SQL(self.body),
+            sql.SQL(" WHERE " + " AND ".join(where) if where else ""))
+        return name.as_string(None).strip('"'), stmt
 
 
 def index_name(*parts):
@@ -138,6 +219,21 @@ def _v2(conn):
                      "USING meta::text::json")
 
 
+def _v4(conn):
+    """Version 4: the commit log (a change counter writers never conflict
+    on), the registry of the PostgreSQL indexes each catalog uses, the
+    (cid, depth) index in the base schema.  The shared expression indexes
+    of earlier versions stay until ``pgc_sync_indexes`` (or
+    ``reindexIndex``) replaces them with per-catalog ones; the counter moves
+    as it is."""
+    old_depth = compose(index_name("pgcatalog", "path", "depth"))
+    conn.execute("DROP INDEX IF EXISTS %s" % old_depth)
+
+
+def compose(composable):
+    return composable.as_string(None)
+
+
 def _v3(conn):
     """Version 3: text rows up to 8 KB stay in line, uncompressed.  The
     score reads each matched row's term frequencies (``tf``); compressed,
@@ -148,14 +244,22 @@ def _v3(conn):
 
 
 #: MIGRATIONS[n] upgrades from version n to n+1.
-MIGRATIONS = [_v1, _v2, _v3]
+MIGRATIONS = [_v1, _v2, _v3, _v4]
+
+
+def index_statements(index, cid):
+    """The CREATE INDEX statements of an index object for catalog ``cid``
+    (tests and tools; the tool registers them too: plone.pgcatalog.ddl)."""
+    return [spec.statement(cid, index.getId())[1]
+            for spec in index.pgc_indexes()]
 
 
 def ensure_index_ddl(conn, statements):
-    """Run an index kind's DDL statements (CREATE INDEX IF NOT EXISTS ...)."""
+    """Run CREATE INDEX statements (under the DDL lock; with an empty
+    parameter tuple, as their literals double ``%``)."""
     if not statements:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
         for stmt in statements:
-            conn.execute(stmt)
+            conn.execute(stmt, ())

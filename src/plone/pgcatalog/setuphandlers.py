@@ -93,6 +93,7 @@ def install(portal):
     toolset = portal.portal_setup.getToolsetRegistry()
     toolset.addRequiredTool(TOOL_ID, TOOL_CLASS)
     toolset._pgcatalog_pinned = TOOL_CLASS
+    tool._pgc_mark_created()
     tool.clearFindAndRebuild()
     logger.info("plone.pgcatalog installed: %d entries indexed", len(tool))
     return tool

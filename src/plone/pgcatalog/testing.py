@@ -23,7 +23,7 @@ from plone.pgcatalog import pgserver
 
 
 _TABLES = ("pgcatalog_catalogs", "pgcatalog_entries", "pgcatalog_meta",
-           "pgcatalog_text")
+           "pgcatalog_text", "pgcatalog_commits", "pgcatalog_indexes")
 
 
 def snapshot():
@@ -45,7 +45,8 @@ def restore(data):
     (a later test's commit reaching the same stamp would be served this
     test's unique values): those caches are emptied too."""
     from plone.pgcatalog import tool
-    for cache in (tool._stamped, tool._text_stats, tool._text_df):
+    for cache in (tool._stamped, tool._text_stats, tool._text_df,
+                  tool._cids):
         cache.clear()
     with db.get_pool().connection() as conn:
         with conn.transaction():

@@ -7,7 +7,7 @@ unrestrictedSearchResults, search) compiles queries with
 :mod:`plone.pgcatalog.query`; the write API (catalog_object,
 uncatalog_object and CMFCore's queued indexObject/reindexObject/
 unindexObject) buffers writes in the transaction's
-:class:`plone.pgcatalog.db.CatalogSession`.
+:class:`plone.pgcatalog.session.CatalogSession`.
 
 Web surface: every method states whether ZPublisher may publish it
 (``zpublish``) and which permission guards it (for restricted code too), as
@@ -55,6 +55,12 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
 from plone.pgcatalog import db
+from plone.pgcatalog import ddl
+from plone.pgcatalog.catalog import check_index_name
+from plone.pgcatalog.config import get_dsn
+from plone.pgcatalog.errors import CatalogMissing
+from plone.pgcatalog.schema import STATE_SQL
+from plone.pgcatalog.session import current_session
 from plone.pgcatalog import logger
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.errors import CatalogError
@@ -157,22 +163,48 @@ class PGCatalogTool(UniqueObject, Folder):
     # PostgreSQL plumbing
     # ------------------------------------------------------------------
     def _pgc_session(self):
-        return db.current_session()
+        return current_session(jar=self._p_jar)
 
     def _pgc_cid(self):
-        from plone.pgcatalog.config import get_dsn
+        """This catalog's id in PostgreSQL (its ``pgcatalog_catalogs`` row,
+        made on first use, in the transaction that first uses it).  A
+        catalog whose row vanished after it was made (the database
+        replaced, the row deleted) raises CatalogMissing instead of
+        silently starting empty."""
         key = (get_dsn(), self._pgc_key)
         cid = _cids.get(key)
-        if cid is None:
-            db.ensure_schema()
-            with _cids_lock:
-                with db.get_pool().connection() as conn:
-                    cid = conn.execute(
-                        "INSERT INTO pgcatalog_catalogs (key) VALUES (%s) "
-                        "ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key "
-                        "RETURNING cid", (key[1],)).fetchone()[0]
-                _cids[key] = cid
+        if cid is not None:
+            return cid
+        session = self._pgc_session()
+        cid = session.cache.get(("cid", key))
+        if cid is not None:
+            return cid
+        row = session.execute("SELECT cid FROM pgcatalog_catalogs WHERE "
+                              "key = %s", (key[1],)).fetchone()
+        if row is not None:
+            cid = _cids[key] = row[0]
+            return cid
+        if self.__dict__.get("_pgc_created"):
+            raise CatalogMissing(
+                "The PostgreSQL rows of this catalog (key %s) are gone.  "
+                "Restore the database from a backup, or make a new empty "
+                "catalog (portal_catalog.pgc_recreate_catalog()) and "
+                "rebuild it." % key[1])
+        # made in this transaction (seen by it, by others once it commits)
+        cid = session.execute_write(
+            None, "INSERT INTO pgcatalog_catalogs (key) VALUES (%s) "
+            "RETURNING cid", (key[1],)).fetchone()[0]
+        session.cache[("cid", key)] = cid
+        session.on_commit(lambda: _cids.__setitem__(key, cid))
         return cid
+
+    def _pgc_mark_created(self):
+        """Remember (in the ZODB, with the tool's configuration) that this
+        catalog's PostgreSQL rows exist: from then on their loss is an
+        error.  Called where the tool is written anyway (install, copy)."""
+        self._pgc_cid()
+        if not self.__dict__.get("_pgc_created"):
+            self._pgc_created = True
 
     def _pgc_query(self, sql, params=()):
         return self._pgc_session().execute(sql, params).fetchall()
@@ -188,11 +220,7 @@ class PGCatalogTool(UniqueObject, Folder):
                                                     set())
 
     def _pgc_write_sql(self, sql, params=()):
-        session = self._pgc_session()
-        session.flush()
-        session._begin()
-        session.dirty.add(self._pgc_cid())
-        session.execute(sql, params)
+        self._pgc_session().execute_write(self._pgc_cid(), sql, params)
 
     def _pgc_stamped(self, key, compute):
         """``compute()``, cached per process while this catalog's change
@@ -200,28 +228,34 @@ class PGCatalogTool(UniqueObject, Folder):
         catalog bumps it when it commits).  A transaction with its own
         catalog writes computes afresh."""
         session = self._pgc_session()
-        if session.pending or session.in_pg_txn:
+        if session.has_writes:
             return compute()
         cid = self._pgc_cid()
-        stamp = session.execute(
-            "SELECT stamp FROM pgcatalog_catalogs WHERE cid = %s",
-            (cid,)).fetchone()[0]
+        stamp = self._pgc_state()[1]
         key = (session.dsn, cid) + tuple(key)
         found = _stamped.get(key)
         if found is not None and found[0] == stamp:
             return found[1]
-        # computed after reading the stamp: never older than the stamp
+        # computed in the transaction's snapshot, the stamp's
         value = compute()
         if len(_stamped) >= STAMPED_MAX:
             _stamped.clear()
         _stamped[key] = (stamp, value)
         return value
 
+    def _pgc_state(self):
+        """``(change counter, change stamp)`` as this transaction sees
+        them (its own pending changes not counted)."""
+        return tuple(self._pgc_session().execute(
+            STATE_SQL, (self._pgc_cid(),)).fetchone())
+
     @zpublish(False)  # OFS's copy hook
     def manage_afterClone(self, item):
         # a copied catalog is a new, empty catalog
         self._pgc_key = uuid.uuid4().hex
+        self.__dict__.pop("_pgc_created", None)
         super().manage_afterClone(item)
+        self._pgc_mark_created()
 
     # ------------------------------------------------------------------
     # ZMI
@@ -238,10 +272,10 @@ class PGCatalogTool(UniqueObject, Folder):
         from plone.pgcatalog.db import _safe_dsn
         session = self._pgc_session()
         cid = self._pgc_cid()
-        counter, version, server = session.execute(
-            "SELECT c.counter, (SELECT max(version) FROM pgcatalog_schema), "
-            "current_setting('server_version') FROM pgcatalog_catalogs c "
-            "WHERE c.cid = %s", (cid,)).fetchone()
+        version, server = session.execute(
+            "SELECT (SELECT max(version) FROM pgcatalog_schema), "
+            "current_setting('server_version')").fetchone()
+        counter = self._pgc_state()[0]
         indexes = []
         for name in self._catalog._indexes:
             index = self._catalog.getIndex(name)
@@ -476,7 +510,7 @@ class PGCatalogTool(UniqueObject, Folder):
         session = self._pgc_session()
         cid = self._pgc_cid()
         key = (session.dsn, cid, name)
-        if not session.in_pg_txn and not session.pending:
+        if not session.has_writes:
             found = _text_stats.get(key)
             if found is not None and found[0] > time.monotonic() \
                     and found[1] == db.commit_generation():
@@ -488,7 +522,7 @@ class PGCatalogTool(UniqueObject, Folder):
             "AND t.name = %%s" % index.pgc_doclen_sql("t.tsv"),
             (cid, name)).fetchone()
         stats = (int(row[0]), int(row[1]))
-        if not session.in_pg_txn:
+        if not session.has_writes:
             _text_stats[key] = (time.monotonic() + TEXT_STATS_TTL,
                                 db.commit_generation(), stats)
         return stats
@@ -500,7 +534,7 @@ class PGCatalogTool(UniqueObject, Folder):
         session = self._pgc_session()
         cid = self._pgc_cid()
         key = (session.dsn, cid, name, tsquery)
-        cacheable = not session.in_pg_txn and not session.pending
+        cacheable = not session.has_writes
         if cacheable:
             found = _text_df.get(key)
             if found is not None and found[0] > time.monotonic() \
@@ -690,12 +724,8 @@ class PGCatalogTool(UniqueObject, Folder):
     def getCounter(self):
         """Changes counter (transactional, in PostgreSQL)."""
         processQueue()
-        session = self._pgc_session()
-        cid = self._pgc_cid()
-        committed = session.execute(
-            "SELECT counter FROM pgcatalog_catalogs WHERE cid = %s",
-            (cid,)).fetchone()[0]
-        return committed + session.counter_delta(cid)
+        return self._pgc_state()[0] + self._pgc_session().counter_delta(
+            self._pgc_cid())
 
     # ------------------------------------------------------------------
     # Records
@@ -888,6 +918,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def addIndex(self, name, type, extra=None):
         """Add an index of ZCatalog type ``type`` (a meta_type or an index
         object); a type plone.pgcatalog cannot serve fails here, loudly."""
+        check_index_name(name)
         if IPluggableIndex.providedBy(type):
             from plone.pgcatalog.setuphandlers import convert_index
             index = convert_index(type)
@@ -898,24 +929,32 @@ class PGCatalogTool(UniqueObject, Folder):
         self._pgc_create_ddl(index)
 
     def _pgc_create_ddl(self, index):
-        statements = index.pgc_ddl("pgcatalog_entries")
-        if not statements:
-            return
-        db.ensure_schema()
-        from plone.pgcatalog.schema import ensure_index_ddl
-        session = self._pgc_session()
-        try:
-            if session.in_pg_txn:
-                # This transaction already wrote catalog rows: CREATE INDEX
-                # on another connection would wait for our own row locks
-                # (a profile re-import adds indexes after reindexing).  It
-                # joins the transaction instead (and goes with its abort).
-                ensure_index_ddl(session.connection(), statements)
-            else:
-                with db.get_pool().connection() as conn:
-                    ensure_index_ddl(conn, statements)
-        except psycopg.Error as exc:
-            raise db.translate_error(exc) from exc
+        ddl.create(self._pgc_session(), self._pgc_cid(), index)
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def pgc_recreate_catalog(self):
+        """Give this catalog new, empty PostgreSQL rows after its old ones
+        were lost (CatalogMissing), then rebuild it from the ZODB (in this
+        transaction).  For a Manager, from Python (``bin/zconsole`` or a
+        debug session)."""
+        self._pgc_key = uuid.uuid4().hex
+        self.__dict__.pop("_pgc_created", None)
+        self._pgc_mark_created()
+        for index in self.index_objects():
+            self._pgc_create_ddl(index)
+        self.clearFindAndRebuild()
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_indexes)
+    def pgc_sync_indexes(self):
+        """Make this catalog's PostgreSQL indexes what its indexes want:
+        create the missing ones, drop the others (after the commit).  Run
+        it after upgrading from plone.pgcatalog's schema version 3 or older
+        (per-catalog indexes replace the shared ones).  Returns
+        ``(created, dropped)`` PostgreSQL index names."""
+        return ddl.sync(self._pgc_session(), self._pgc_cid(),
+                        self.index_objects())
 
     @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
@@ -923,6 +962,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Remove an index and its values."""
         index = self._catalog.getIndex(name)
         self._pgc_clear_index(index)
+        ddl.remove(self._pgc_session(), self._pgc_cid(), name)
         self._catalog.delIndex(name)
 
     @zpublish(False)

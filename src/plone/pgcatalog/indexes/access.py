@@ -37,14 +37,19 @@ class IndexMapping:
     def _rids_for(self, value):
         index = self.index
         tool = _tool(index)
+        from plone.pgcatalog.indexes.base import QueryContext
         from plone.pgcatalog.indexes.common import jsonb
-        expr = index.pgc_key_sql()
-        op = "@>" if index.pgc_multi else "="
-        param = jsonb([value] if index.pgc_multi else value)
+        qc = QueryContext()
+        if index.pgc_multi:
+            cond = "%s @> %s::jsonb" % (index.pgc_key_sql(),
+                                        qc.param(jsonb([value])))
+        else:
+            cond = index.pgc_eq_sql([value], qc)
+        # the catalog id as a literal: a prepared statement's generic plan
+        # can then use the catalog's own (partial) index
         rows = tool._pgc_query(
-            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %%s AND "
-            "%s %s %%s::jsonb ORDER BY e.rid" % (expr, op),
-            (tool._pgc_cid(), param))
+            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %d AND %s "
+            "ORDER BY e.rid" % (int(tool._pgc_cid()), cond), qc.params)
         return [r[0] for r in rows]
 
     def get(self, key, default=None):

@@ -38,6 +38,11 @@ The small interface, mixed in by :class:`PGIndex`:
     Turn a stored value back into what ZCatalog's index would hand out
     (``uniqueValues``, ``getEntryForObject``).
 
+``pgc_indexes()``
+    The PostgreSQL indexes the kind wants (``IndexSpec``: B-trees partial
+    on one catalog's rows, shared GIN); the tool creates them at
+    ``addIndex`` and drops them at ``delIndex``.
+
 None of these is for the web or for restricted code: :func:`seal` makes
 every ``pgc_*`` method of every kind private and unpublishable, every other
 method plone.pgcatalog defines on an index object unpublishable (the data
@@ -178,19 +183,24 @@ class PGIndex(IndexData):
 
     @property
     def _pgc_key_literal(self):
+        """The index id as an SQL literal, ``%`` doubled: every statement
+        holding it runs with parameters (DDL with an empty tuple), so
+        psycopg reads ``%%`` as ``%``."""
         name = self.getId()
         literal = _literals.get(name)
         if literal is None:
-            literal = _literals[name] = compose(sql.Literal(name))
+            literal = _literals[name] = compose(
+                sql.Literal(name)).replace("%", "%%")
         return literal
 
-    def pgc_key_sql(self):
-        """``(e.idx -> 'name')`` as SQL text."""
-        return f"(e.idx -> {self._pgc_key_literal})"
+    def pgc_key_sql(self, alias="e"):
+        """``(e.idx -> 'name')`` as SQL text (``alias`` None: the bare
+        column, as index definitions spell it)."""
+        return f"({_column(alias)} -> {self._pgc_key_literal})"
 
-    def pgc_text_sql(self):
+    def pgc_text_sql(self, alias="e"):
         """``(e.idx ->> 'name') COLLATE "C"`` as SQL text."""
-        return f'((e.idx ->> {self._pgc_key_literal}) COLLATE "C")'
+        return f'(({_column(alias)} ->> {self._pgc_key_literal}) COLLATE "C")'
 
     def pgc_present_sql(self):
         """The entry has a value for this index.  Said of the indexed
@@ -217,13 +227,25 @@ class PGIndex(IndexData):
     def pgc_decode(self, value):
         return value
 
-    def pgc_ddl(self, table):
-        """SQL statements creating the PostgreSQL indexes this index wants
-        on ``table`` (the entries table name, already quoted)."""
+    def pgc_eq_sql(self, values, qc, alias="e"):
+        """The entry ``alias`` has one of ``values`` (Python values) as its
+        value: JSON equality (kinds with a B-tree say it the B-tree's
+        way)."""
+        from plone.pgcatalog.indexes.common import jsonb
+        return "%s = ANY(%s::jsonb[])" % (
+            self.pgc_key_sql(alias), qc.param([jsonb(v) for v in values]))
+
+    def pgc_indexes(self):
+        """The PostgreSQL indexes this index wants
+        (:class:`plone.pgcatalog.schema.IndexSpec`)."""
         return []
 
 
 seal(PGIndex)
+
+
+def _column(alias):
+    return "idx" if alias is None else alias + ".idx"
 
 
 def find_tool(index):

@@ -4,7 +4,7 @@ from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import index_name
+from plone.pgcatalog.schema import IndexSpec
 
 
 class PGBooleanIndex(PGIndex, BooleanIndex):
@@ -23,12 +23,13 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
         return "%s = %s::jsonb" % (self.pgc_key_sql(),
                                    qc.param(common.jsonb(value)))
 
-    def pgc_ddl(self, table):
-        return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
-                self.pgc_compose(index_name("bool", self.getId())), table,
-                self._pgc_key_literal),
-        ]
+    def pgc_eq_sql(self, values, qc, alias="e"):
+        return "%s = ANY(%s::jsonb[])" % (
+            self.pgc_key_sql(alias), qc.param([common.jsonb(v)
+                                               for v in values]))
+
+    def pgc_indexes(self):
+        return [IndexSpec("bool", "(%s)" % self.pgc_key_sql(None))]
 
     def uniqueValues(self, name=None, withLengths=0):
         """Both values, as BooleanIndex gives them: the value it keeps in

@@ -111,8 +111,12 @@ def compare_sql(expr, text_expr, value, op, qc, kind_expr=None):
     if isinstance(value, str):
         op, value = text_bound(str(value), op)
         if kind_expr is not None:
-            return "(%s IS NULL AND %s %s %s)" % (
-                kind_expr, text_expr, op, qc.param(value))
+            # the prefix comparison (implied by the exact one: truncating
+            # keeps code point order) lets the sort index serve the range
+            return "(%s IS NULL AND %s %s %s AND %s %s)" % (
+                kind_expr, prefix_of(text_expr), "<=" if op == "<" else op,
+                qc.param(value[:PREFIX]), text_expr,
+                op + " " + qc.param(value))
         return "(jsonb_typeof(%s) = 'string' AND %s %s %s)" % (
             expr, text_expr, op, qc.param(value))
     if isinstance(value, bool):
@@ -160,19 +164,48 @@ def value_where(index, iq, qc, convert=None):
         keys = [convert(k) for k in keys if k is not None]
         if not keys:
             return NO_MATCH
-        if len(keys) == 1:
-            parts.append("%s = %s::jsonb" % (expr, qc.param(jsonb(keys[0]))))
-        else:
-            parts.append("%s = ANY(%s::jsonb[])" % (
-                expr, qc.param([jsonb(k) for k in keys])))
+        parts.append(index.pgc_eq_sql(keys, qc))
     return " AND ".join(parts)
 
 
 def eq_any_sql(index, alias, values, qc):
-    """The entry ``alias`` has one of ``values`` (stored form) in index."""
-    expr = "(%s.idx -> %s)" % (alias, index._pgc_key_literal)
-    return "%s = ANY(%s::jsonb[])" % (expr, qc.param([jsonb(v)
-                                                       for v in values]))
+    """The entry ``alias`` has one of ``values`` in the index."""
+    return index.pgc_eq_sql(values, qc, alias)
+
+
+def value_eq_sql(index, values, qc, alias="e"):
+    """The entry ``alias`` has one of ``values`` (Python values) under a
+    value index, through its sort index (:func:`sort_index_spec`): a
+    string by its kind (NULL) and prefix, the whole string compared only
+    when it is longer than the prefix (shorter ones are equal to their
+    prefix exactly); any other value by its kind (the value itself)."""
+    kind = sort_kind_sql(index, alias)
+    text = index.pgc_text_sql(alias)
+    prefix = prefix_of(text)
+    short, long_, other = [], [], []
+    for value in values:
+        value = stored(value)
+        if isinstance(value, str):
+            (short if len(value) < PREFIX else long_).append(value)
+        else:
+            other.append(dumps(value))
+    parts = []
+    if short:
+        if len(short) == 1:
+            parts.append("(%s IS NULL AND %s = %s)" % (
+                kind, prefix, qc.param(short[0])))
+        else:
+            parts.append("(%s IS NULL AND %s = ANY(%s::text[]))" % (
+                kind, prefix, qc.param(short)))
+    for value in long_:
+        parts.append("(%s IS NULL AND %s = %s AND %s = %s)" % (
+            kind, prefix, qc.param(value[:PREFIX]), text, qc.param(value)))
+    if other:
+        if len(other) == 1:
+            parts.append("%s = %s::jsonb" % (kind, qc.param(other[0])))
+        else:
+            parts.append("%s = ANY(%s::jsonb[])" % (kind, qc.param(other)))
+    return parts[0] if len(parts) == 1 else "(%s)" % " OR ".join(parts)
 
 
 def not_only_sql(index, not_values, has_range, qc, any_sql):
@@ -199,30 +232,40 @@ def not_only_sql(index, not_values, has_range, qc, any_sql):
                                         excluded_x))
 
 
-def sort_kind_sql(index):
+#: characters of a string value a B-tree holds (at most 1,600 bytes of
+#: UTF-8, below PostgreSQL's 2,704-byte limit on an index row): longer
+#: values are compared on their whole text after the prefix
+PREFIX = 400
+
+
+def prefix_of(text_expr):
+    return "left(%s, %d)" % (text_expr, PREFIX)
+
+
+def sort_kind_sql(index, alias="e"):
     """NULL for a string value, else the value itself (JSON order): the
     first sort key, so non-strings come first in their JSON order and
     strings follow by code point (Python's order for the values ZCatalog
     can sort together)."""
-    expr = index.pgc_key_sql()
+    expr = index.pgc_key_sql(alias)
     return "(CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END)" % (
         expr, expr)
 
 
 def sort_sql(index):
     """Order by the stored value with Python's ordering: numbers/booleans
-    by their JSON order, strings by code point.  The value indexes' B-tree
-    ``(cid, sort_kind_sql, pgc_text_sql)`` gives this order (a page of a
-    title-sorted listing is read from the index) and serves string
-    ranges."""
-    return "%s, %s" % (sort_kind_sql(index), index.pgc_text_sql())
+    by their JSON order, strings by code point (their prefix, then the
+    whole text: the same order).  The value indexes' B-tree
+    (:func:`sort_index_spec`) gives this order up to the prefix (a page of
+    a title-sorted listing is read from the index), and serves equality
+    and string ranges."""
+    text = index.pgc_text_sql()
+    return "%s, %s, %s" % (sort_kind_sql(index), prefix_of(text), text)
 
 
-def sort_index_ddl(index, table):
-    """The B-tree of ``sort_sql`` (see there), for ``pgc_ddl``."""
-    from plone.pgcatalog.schema import index_name
-    kind = sort_kind_sql(index).replace("e.idx", "idx")
-    text = index.pgc_text_sql().replace("e.idx", "idx")
-    return "CREATE INDEX IF NOT EXISTS %s ON %s (cid, %s, %s)" % (
-        index.pgc_compose(index_name("fieldsort", index.getId())), table,
-        kind, text)
+def sort_index_spec(index):
+    """The B-tree of :func:`sort_sql` (kind, prefix): bounded for any
+    string, however long (a 3,000-byte title commits)."""
+    from plone.pgcatalog.schema import IndexSpec
+    return IndexSpec("valuesort", "((%s), (%s))" % (
+        sort_kind_sql(index, None), prefix_of(index.pgc_text_sql(None))))

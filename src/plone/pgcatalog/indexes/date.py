@@ -16,7 +16,7 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import index_name
+from plone.pgcatalog.schema import IndexSpec
 
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -132,7 +132,8 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
         return common.datum(self, obj)
 
     def _pgc_expr(self, alias="e"):
-        return "((%s.idx -> %s)::bigint)" % (alias, self._pgc_key_literal)
+        return "((%s -> %s)::bigint)" % (
+            "idx" if alias is None else alias + ".idx", self._pgc_key_literal)
 
     def pgc_present_sql(self):
         # the expression of the bigint index (its statistics)
@@ -169,9 +170,5 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     def pgc_decode(self, value):
         return value
 
-    def pgc_ddl(self, table):
-        return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx -> %s)::bigint))"
-            % (self.pgc_compose(index_name("datebigint", self.getId())),
-               table, self._pgc_key_literal),
-        ]
+    def pgc_indexes(self):
+        return [IndexSpec("datebigint", "(%s)" % self._pgc_expr(None))]

@@ -22,7 +22,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.date import UnIndexDateQuery
 from plone.pgcatalog.indexes.date import json_int
-from plone.pgcatalog.schema import index_name
+from plone.pgcatalog.schema import IndexSpec
 
 
 class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
@@ -107,18 +107,12 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
             return tuple(value)
         return value
 
-    def pgc_ddl(self, table):
+    def pgc_indexes(self):
         key = self._pgc_key_literal
-        name = self.getId()
         return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx -> %s) -> 0))"
-            % (self.pgc_compose(index_name("daterecurring-first", name)),
-               table, key),
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, ((idx -> %s) -> -1))"
-            % (self.pgc_compose(index_name("daterecurring-last", name)),
-               table, key),
-            "CREATE INDEX IF NOT EXISTS %s ON %s USING gin "
-            "((idx -> %s) jsonb_path_ops)"
-            % (self.pgc_compose(index_name("daterecurring-gin", name)),
-               table, key),
+            IndexSpec("daterecurring-first", "(((idx -> %s) -> 0))" % key),
+            IndexSpec("daterecurring-last", "(((idx -> %s) -> -1))" % key),
+            IndexSpec("daterecurring-gin",
+                      "USING gin ((idx -> %s) jsonb_path_ops)" % key,
+                      shared=True),
         ]

@@ -3,7 +3,6 @@ from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import index_name
 
 
 class ValueIndex(PGIndex):
@@ -21,15 +20,13 @@ class ValueIndex(PGIndex):
     def pgc_sort(self, qc):
         return common.sort_sql(self), self.pgc_present_sql()
 
+    def pgc_eq_sql(self, values, qc, alias="e"):
+        return common.value_eq_sql(self, values, qc, alias)
+
+    def pgc_indexes(self):
+        # one B-tree (kind, prefix) for equality, ranges and sorting
+        return [common.sort_index_spec(self)]
+
 
 class PGFieldIndex(ValueIndex, FieldIndex):
     """FieldIndex whose values live in ``idx[name]``."""
-
-    def pgc_ddl(self, table):
-        name = self.getId()
-        return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
-                self.pgc_compose(index_name("field", name)), table,
-                self._pgc_key_literal),
-            common.sort_index_ddl(self, table),
-        ]

@@ -5,7 +5,7 @@ from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import index_name
+from plone.pgcatalog.schema import IndexSpec
 
 
 class PGKeywordIndex(PGIndex, KeywordIndex):
@@ -93,12 +93,9 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
                 "AS t(v, n) ORDER BY t.n) COLLATE \"C\")" % (expr, expr),
                 self.pgc_present_sql())
 
-    def pgc_ddl(self, table):
-        return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s USING gin ((idx -> %s))" % (
-                self.pgc_compose(index_name("keyword", self.getId())), table,
-                self._pgc_key_literal),
-        ]
+    def pgc_indexes(self):
+        return [IndexSpec("keyword", "USING gin (%s)" % self.pgc_key_sql(None),
+                          shared=True)]
 
 
 def _keyword_any_sql(index, alias, values, qc):

@@ -504,10 +504,9 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         # ZCatalog sorts by documentToKeyMap(): the indexed path string.
         return "e.path", "TRUE"
 
-    def pgc_ddl(self, table):
-        """The base schema's (cid, path) and (cid, parent) indexes serve
-        the path predicates; (cid, depth) serves the depth-only ones
-        (``{"query": "/plone", "depth": 3}``, global navigation, reads
-        everything at depths 1..4) and the per-catalog depth facts."""
-        name = compose(schema.index_name("pgcatalog", "path", "depth"))
-        return [f"CREATE INDEX IF NOT EXISTS {name} ON {table} (cid, depth)"]
+    def pgc_indexes(self):
+        """None of its own: the base schema's (cid, path), (cid, parent)
+        and (cid, depth) indexes serve the path predicates, the depth-only
+        ones (``{"query": "/plone", "depth": 3}``, global navigation) and
+        the per-catalog depth facts."""
+        return []

@@ -866,14 +866,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                     schema.TEXT, self._pgc_key_literal,
                     compose(sql.Literal(DL_MARK))))
 
-    def pgc_ddl(self, table):
-        stmt = sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (tsv) "
-            "WHERE name = {}").format(
-                schema.index_name(schema.TEXT, "tsv", self.getId()),
-                sql.Identifier(schema.TEXT),
-                sql.Literal(self.getId()))
-        return [compose(stmt)]
+    def pgc_indexes(self):
+        # shared by the catalogs with a text index of this name (a
+        # tsvector column: nothing another catalog stores can break it)
+        return [schema.IndexSpec("tsv", "USING gin (tsv)", table=schema.TEXT,
+                                 where="name = %s" % self._pgc_name_sql(),
+                                 shared=True)]
 
 
 InitializeClass(PGZCTextIndex)

@@ -2,7 +2,6 @@
 from Products.PluginIndexes.UUIDIndex.UUIDIndex import UUIDIndex
 
 from plone.pgcatalog.indexes.field import ValueIndex
-from plone.pgcatalog.schema import index_name
 
 
 class PGUUIDIndex(ValueIndex, UUIDIndex):
@@ -13,9 +12,3 @@ class PGUUIDIndex(ValueIndex, UUIDIndex):
 
     pgc_unique = True
 
-    def pgc_ddl(self, table):
-        return [
-            "CREATE INDEX IF NOT EXISTS %s ON %s (cid, (idx -> %s))" % (
-                self.pgc_compose(index_name("uuid", self.getId())), table,
-                self._pgc_key_literal),
-        ]

@@ -1,0 +1,564 @@
+"""The catalog's part in a ZODB transaction: one PostgreSQL transaction.
+
+The first catalog call of a ZODB transaction takes a connection from the
+pool and joins a :class:`CatalogSession` (an ``IDataManager``) to the
+transaction.  Every catalog statement of that ZODB transaction then runs in
+one PostgreSQL transaction at ``REPEATABLE READ``:
+
+* **One snapshot.**  Every read of the ZODB transaction sees the same
+  catalog.  When the catalog lives in the database of the site's RelStorage,
+  the snapshot is *the ZODB's own* (RelStorage's load connection exports it,
+  ``pg_export_snapshot``; the session imports it, ``SET TRANSACTION
+  SNAPSHOT``): the catalog answers exactly for the objects the request can
+  load.  Elsewhere the snapshot is taken at the first catalog statement.
+* **Conflicts as in the ZODB.**  A write to an entry that another
+  transaction changed (or removed, or created) after this snapshot fails
+  with a serialization failure, raised as ``ConflictError``: Zope retries
+  the request, as it does for ZODB write conflicts.  Writes to different
+  entries never conflict (the change counter is an insert-only log).
+* **Read your own writes.**  Catalog writes are buffered in Python
+  (:class:`PendingWrites`) and sent before the next statement of the same
+  transaction, or at ``tpc_vote``.
+* **Failures contained.**  Once the transaction holds writes, each
+  statement runs inside a savepoint (sent in the same round trip): a
+  statement PostgreSQL refuses is rolled back alone and the transaction
+  goes on.  A refused statement of a read-only transaction ends it; the
+  next statement starts a new one.  Driver errors never reach callers
+  (:func:`plone.pgcatalog.db.translate_error`).
+* **Commits that cannot run ahead of the ZODB.**  The session sorts last
+  among the transaction's resources.  With PostgreSQL's two-phase commit
+  (``max_prepared_transactions`` > 0) it prepares in ``tpc_vote``, after the
+  storages voted, and commits the prepared transaction in ``tpc_finish``,
+  after the storages finished; if a storage fails to finish, the prepared
+  transaction is rolled back.  A prepared transaction left behind by a crash
+  is resolved by :func:`plone.pgcatalog.db.resolve_in_doubt`.  Without
+  two-phase commit (or when the catalog is the only resource with changes)
+  PostgreSQL commits in ``tpc_vote``.
+* **Connections that went away are replaced** (a server restart, a killed
+  backend): a transaction without writes retries on a fresh connection; one
+  with writes fails with :class:`DatabaseUnavailable`, a ``TransientError``
+  Zope retries.
+"""
+import logging
+import time
+import uuid
+
+import psycopg
+import transaction as transaction_module
+from psycopg import sql
+from transaction.interfaces import IDataManager
+from transaction.interfaces import IDataManagerSavepoint
+from zope.interface import implementer
+
+from plone.pgcatalog import config
+from plone.pgcatalog import db
+from plone.pgcatalog.errors import DatabaseUnavailable
+
+
+logger = logging.getLogger("plone.pgcatalog")
+
+_TXN_KEY = "plone.pgcatalog.session"
+
+#: attempts of a statement whose connection turned out dead
+CONNECT_ATTEMPTS = 3
+#: attempts (and first pause, doubled each time) to finish a prepared
+#: transaction whose connection went away
+FINISH_ATTEMPTS = 6
+FINISH_PAUSE = 0.05
+
+_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+
+
+class PendingWrites:
+    """Catalog writes not yet sent to PostgreSQL, coalesced per entry.
+
+    Keyed by ``(cid, path)``; each value is the list of operations for that
+    entry in call order.  ``snapshot()`` / ``restore()`` serve savepoints.
+    """
+
+    def __init__(self):
+        self.ops = {}
+        self.counter = {}  # cid -> number of catalog/uncatalog calls
+
+    def __bool__(self):
+        return bool(self.ops) or bool(self.counter)
+
+    def add(self, cid, path, op):
+        self.ops.setdefault((cid, path), []).append(op)
+        self.counter[cid] = self.counter.get(cid, 0) + 1
+
+    def has_entries(self):
+        return bool(self.ops)
+
+    def take_ops(self):
+        ops, self.ops = self.ops, {}
+        return ops
+
+    def take_counter(self):
+        counter, self.counter = self.counter, {}
+        return counter
+
+    def snapshot(self):
+        return ({key: list(value) for key, value in self.ops.items()},
+                dict(self.counter))
+
+    def restore(self, snap):
+        ops, counter = snap
+        self.ops = {key: list(value) for key, value in ops.items()}
+        self.counter = dict(counter)
+
+
+@implementer(IDataManager)
+class CatalogSession:
+    """The catalog's data manager for one ZODB transaction."""
+
+    transaction_manager = None
+
+    def __init__(self, txn, dsn, jar=None):
+        self.txn = txn
+        self.dsn = dsn
+        #: the ZODB connection whose storage may share its snapshot
+        self.jar = jar
+        self.conn = None
+        #: a PostgreSQL transaction is open on ``conn``
+        self.begun = False
+        #: it holds this ZODB transaction's writes
+        self.wrote = False
+        #: the global id of its prepared transaction (after tpc_vote)
+        self.prepared = None
+        #: an error that makes the commit fail (writes were lost)
+        self.failed = None
+        self.snapshot_id = None
+        self.pending = PendingWrites()
+        self.counter_flushed = {}  # cid -> increments already in the PG txn
+        self.dirty = set()  # cids written to in the PG txn (their stamp)
+        self._sp_seq = 0
+        self.cache = {}  # per-transaction caches (rid -> path, ...)
+        self.rows_written = 0
+        self.writer = None  # set by current_session
+        # (cid, path) -> the error the commit must raise: metadata ZCatalog
+        # would have failed to pickle at commit time (its BTree keeps only
+        # an entry's last record, so a later good record clears it)
+        self.commit_errors = {}
+        #: PostgreSQL indexes to drop once this transaction committed
+        self.drops = set()
+        self.commit_hooks = []
+
+    def on_commit(self, callback):
+        """Call ``callback()`` once this transaction committed."""
+        self.commit_hooks.append(callback)
+
+    def drop_after_commit(self, names):
+        self.drops.update(names)
+
+    def cancel_drops(self, names):
+        self.drops.difference_update(names)
+
+    @property
+    def in_pg_txn(self):
+        """This transaction's writes are in PostgreSQL (not only pending)."""
+        return self.wrote
+
+    @property
+    def has_writes(self):
+        return self.wrote or bool(self.pending)
+
+    # -- connection ---------------------------------------------------------
+    def connection(self):
+        if self.conn is None:
+            self.conn = db.checkout(self.dsn)
+        return self.conn
+
+    def _drop_connection(self):
+        """Throw the connection away (it broke): the PostgreSQL transaction
+        is gone with it."""
+        conn, self.conn = self.conn, None
+        self.begun = False
+        if conn is not None:
+            db.discard(self.dsn, conn)
+
+    def _begin_statements(self, conn):
+        """BEGIN (and the shared snapshot), sent ahead of a statement in
+        the same round trip."""
+        conn.execute(_BEGIN)
+        if self.snapshot_id is None:
+            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
+        if self.snapshot_id:
+            conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
+                sql.Literal(self.snapshot_id)))
+
+    # -- statements ---------------------------------------------------------
+    def execute(self, query, params=(), prepare=None, binary=False):
+        """Run one statement (after sending this transaction's pending
+        writes) in the session's PostgreSQL transaction; the cursor."""
+        if self.pending:
+            self.flush()
+        return self._run(query, params, prepare, binary)
+
+    def execute_write(self, cid, query, params=()):
+        """Run one writing statement on catalog ``cid``'s rows (None: no
+        catalog's rows, e.g. a new catalog's own)."""
+        if self.pending:
+            self.flush()
+        cursor = self._run(query, params, None, False, write=True)
+        if cid is not None:
+            self.dirty.add(cid)
+        return cursor
+
+    def _run(self, query, params, prepare, binary, write=False):
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self.connection()
+            fresh = not self.begun
+            guarded = self.wrote and not fresh
+            try:
+                if db.trace is not None:
+                    db.trace.note(query, params)
+                with conn.pipeline():
+                    if fresh:
+                        self._begin_statements(conn)
+                    if guarded:
+                        conn.execute("SAVEPOINT pgc_stmt")
+                    cursor = conn.execute(query, params, prepare=prepare,
+                                          binary=binary)
+                    if guarded:
+                        conn.execute("RELEASE SAVEPOINT pgc_stmt")
+                self.begun = True
+                if write:
+                    self.wrote = True
+                return cursor
+            except psycopg.Error as exc:
+                if db.connection_lost(exc) and not self.wrote \
+                        and attempt < CONNECT_ATTEMPTS:
+                    # died while idle in the pool (a server restart, a
+                    # killed backend): nothing of ours was lost
+                    self._drop_connection()
+                    db.check_pool(self.dsn)
+                    continue
+                self._contain(conn, exc, guarded)
+                raise db.translate_error(exc, query) from None
+
+    def _contain(self, conn, exc, guarded):
+        """Leave the session usable after statement failure ``exc``."""
+        if db.connection_lost(exc) or conn.broken:
+            if self.wrote:
+                self.failed = DatabaseUnavailable(
+                    "PostgreSQL went away with this transaction's catalog "
+                    "writes")
+            self.wrote = False
+            self._drop_connection()
+            return
+        try:
+            if guarded:
+                with conn.pipeline():
+                    conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt")
+                    conn.execute("RELEASE SAVEPOINT pgc_stmt")
+            else:
+                # a read-only transaction (or its first statement): start
+                # again at the next statement
+                conn.execute("ROLLBACK")
+                self.begun = False
+        except psycopg.Error:
+            logger.warning("could not roll back a failed catalog statement; "
+                           "dropping the connection", exc_info=True)
+            if self.wrote:
+                self.failed = DatabaseUnavailable(
+                    "the catalog connection broke with this transaction's "
+                    "writes")
+            self.wrote = False
+            self._drop_connection()
+
+    # -- writes -------------------------------------------------------------
+    def flush(self):
+        """Send buffered writes to PostgreSQL (in a savepoint: if they are
+        refused, the transaction cannot commit, but goes on until then)."""
+        if not self.pending:
+            return
+        if self.failed is not None:
+            # the commit will fail anyway: keep the writes in Python
+            return
+        ops = self.pending.take_ops()
+        counter = self.pending.take_counter()
+        for cid, n in counter.items():
+            self.counter_flushed[cid] = self.counter_flushed.get(cid, 0) + n
+        self.dirty.update(counter)
+        self.dirty.update(cid for cid, _path in ops)
+        if not ops:
+            return
+        self.rows_written += len(ops)
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self.connection()
+            fresh = not self.begun
+            try:
+                with conn.pipeline():
+                    if fresh:
+                        self._begin_statements(conn)
+                    conn.execute("SAVEPOINT pgc_flush")
+                    self.writer.apply(conn, ops)
+                    conn.execute("RELEASE SAVEPOINT pgc_flush")
+                self.begun = True
+                self.wrote = True
+                return
+            except psycopg.Error as exc:
+                if db.connection_lost(exc) and not self.wrote \
+                        and attempt < CONNECT_ATTEMPTS:
+                    self._drop_connection()
+                    db.check_pool(self.dsn)
+                    continue
+                error = db.translate_error(exc, "catalog writes")
+                if not db.connection_lost(exc) and not conn.broken:
+                    try:
+                        with conn.pipeline():
+                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush")
+                            conn.execute("RELEASE SAVEPOINT pgc_flush")
+                    except psycopg.Error:
+                        self._contain(conn, exc, False)
+                else:
+                    self._contain(conn, exc, False)
+                self.failed = error
+                raise error from None
+
+    def set_commit_error(self, cid, path, exc, what=None):
+        """Make this transaction's commit fail with ``exc`` (or not, with
+        None) because of entry ``path``'s latest record, as the ZODB would
+        when pickling ZCatalog's data."""
+        if exc is None:
+            self.commit_errors.pop((cid, path), None)
+            return
+        logger.error("%s: %s (the transaction cannot commit)", what, exc)
+        self.commit_errors[(cid, path)] = exc
+
+    def counter_delta(self, cid):
+        return (self.counter_flushed.get(cid, 0)
+                + self.pending.counter.get(cid, 0))
+
+    # -- IDataManager -------------------------------------------------------
+    def sortKey(self):
+        # '~' sorts after the storages' keys: vote and finish last.
+        return "~plone.pgcatalog:%d" % id(self)
+
+    def abort(self, txn):
+        self._end(commit=False)
+
+    def tpc_begin(self, txn):
+        pass
+
+    def commit(self, txn):
+        pass
+
+    def tpc_vote(self, txn):
+        if self.commit_errors:
+            raise next(iter(self.commit_errors.values()))
+        if self.failed is not None:
+            raise self.failed
+        if not self.pending and not self.wrote:
+            return  # read only: the snapshot ends in tpc_finish
+        self.flush()
+        conn = self.connection()
+        gid = None
+        if db.two_phase(self.dsn) and _other_resources(txn, self):
+            gid = "%s%s" % (db.GID_PREFIX, uuid.uuid4().hex)
+        try:
+            with conn.pipeline():
+                for cid in sorted(self.dirty | set(self.counter_flushed)):
+                    # insert-only: concurrent writers never conflict here
+                    conn.execute(db.LOG_COMMIT_SQL, (
+                        cid, self.counter_flushed.get(cid, 0)), prepare=True)
+                if gid is None:
+                    conn.execute("COMMIT")
+                else:
+                    conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(
+                        sql.Literal(gid)))
+        except psycopg.Error as exc:
+            self._contain(conn, exc, False)
+            raise db.translate_error(exc, "commit") from None
+        self.begun = False
+        self.prepared = gid
+        if gid is None:
+            self._committed()
+
+    def _committed(self):
+        self.wrote = False
+        db.committed(self.dsn, self.dirty | set(self.counter_flushed))
+        self.counter_flushed.clear()
+        self.dirty.clear()
+
+    def tpc_finish(self, txn):
+        if self.prepared is not None:
+            # The storages have finished: the ZODB transaction is
+            # committed.  This must not fail (the transaction package would
+            # abort us after the ZODB committed): a prepared transaction
+            # survives its connection, so try on fresh ones, then leave it
+            # to be committed later (db.resolve_in_doubt).
+            gid, self.prepared = self.prepared, None
+            self._finish_prepared(gid, "COMMIT PREPARED")
+            self._committed()
+        big = self.rows_written >= db.ANALYZE_AFTER_ROWS
+        drops, self.drops = self.drops, set()
+        hooks, self.commit_hooks = self.commit_hooks, []
+        self._end(commit=True)
+        for hook in hooks:
+            hook()
+        if drops:
+            from plone.pgcatalog import ddl
+            ddl.drop_unused(self.dsn, sorted(drops))
+        if big:
+            db.analyze(self.dsn)
+
+    def tpc_abort(self, txn):
+        if self.prepared is not None:
+            gid, self.prepared = self.prepared, None
+            self._finish_prepared(gid, "ROLLBACK PREPARED")
+        self._end(commit=False)
+
+    def _finish_prepared(self, gid, command):
+        statement = sql.SQL(command + " {}").format(sql.Literal(gid))
+        pause = FINISH_PAUSE
+        for attempt in range(FINISH_ATTEMPTS):
+            try:
+                self.connection().execute(statement)
+                return
+            except psycopg.Error as exc:
+                if not db.connection_lost(exc) and not self.conn.broken:
+                    logger.critical("%s %s failed: %s", command, gid, exc)
+                    break
+                self._drop_connection()
+                time.sleep(pause)
+                pause *= 2
+            except DatabaseUnavailable:
+                time.sleep(pause)
+                pause *= 2
+        logger.critical(
+            "%s %s could not be sent (PostgreSQL unreachable); the prepared "
+            "catalog transaction is left to be resolved (it is retried by "
+            "the next transaction of this process and at start-up)",
+            command, gid)
+        db.unresolved(self.dsn, gid, command)
+
+    def _end(self, commit):
+        """End the PostgreSQL transaction (if any) and give the connection
+        back to the pool."""
+        conn = self.conn
+        try:
+            if conn is not None and self.begun:
+                try:
+                    conn.execute("COMMIT" if commit and not self.wrote
+                                 else "ROLLBACK")
+                except psycopg.Error:
+                    logger.warning("ending the catalog transaction failed; "
+                                   "discarding the connection",
+                                   exc_info=True)
+                    self._drop_connection()
+        finally:
+            self.pending = PendingWrites()
+            self.counter_flushed.clear()
+            self.dirty.clear()
+            self.drops = set()
+            self.commit_hooks = []
+            self.begun = False
+            self.wrote = False
+            self.cache.clear()
+            conn, self.conn = self.conn, None
+            if conn is not None:
+                db.checkin(self.dsn, conn)
+            _forget_session(self.txn)
+
+    # -- savepoints ---------------------------------------------------------
+    def savepoint(self):
+        return SessionSavepoint(self)
+
+
+def _other_resources(txn, session):
+    """Whether resources other than ``session`` take part in ``txn`` (a
+    catalog-only commit needs no two-phase commit)."""
+    resources = getattr(txn, "_resources", None)
+    if resources is None:
+        return True
+    return any(r is not session for r in resources)
+
+
+@implementer(IDataManagerSavepoint)
+class SessionSavepoint:
+
+    def __init__(self, session):
+        self.session = session
+        self.snapshot = session.pending.snapshot()
+        self.commit_errors = dict(session.commit_errors)
+        self.counter_flushed = dict(session.counter_flushed)
+        self.dirty = set(session.dirty)
+        self.drops = set(session.drops)
+        self.commit_hooks = list(session.commit_hooks)
+        self.wrote = session.wrote
+        self.failed = session.failed
+        self.pg_name = None
+        if session.begun:
+            session._sp_seq += 1
+            self.pg_name = "pgc_sp_%d" % session._sp_seq
+            self._send("SAVEPOINT " + self.pg_name)
+
+    def _send(self, statement):
+        try:
+            self.session.connection().execute(statement)
+        except psycopg.Error as exc:
+            self.session._contain(self.session.conn, exc, False)
+            raise db.translate_error(exc, statement) from None
+
+    def rollback(self):
+        session = self.session
+        if session.begun:
+            if self.pg_name is not None:
+                self._send("ROLLBACK TO SAVEPOINT " + self.pg_name)
+            elif session.wrote:
+                # Every write in the PG transaction came after this
+                # savepoint: roll it back entirely.
+                self._send("ROLLBACK")
+                session.begun = False
+        if isinstance(session.failed, DatabaseUnavailable):
+            # the connection went away: every write of the transaction is
+            # lost, those before this savepoint too
+            pass
+        else:
+            session.wrote = self.wrote and session.begun
+            session.failed = self.failed
+        session.drops = set(self.drops)
+        session.commit_hooks = list(self.commit_hooks)
+        session.pending.restore(self.snapshot)
+        session.commit_errors = dict(self.commit_errors)
+        session.counter_flushed = dict(self.counter_flushed)
+        session.dirty = set(self.dirty)
+        # rid -> path and "has metadata" facts may describe rolled-back rows
+        session.cache.clear()
+
+
+def _forget_session(txn):
+    try:
+        txn.set_data(_TXN_KEY, None)
+    except Exception:  # pragma: no cover
+        pass
+
+
+def current_session(dsn=None, txn_manager=None, jar=None):
+    """The session of the current transaction, joined on first use.
+    ``jar``: the ZODB connection of the caller (the tool's), whose storage
+    may share its snapshot."""
+    tm = txn_manager or transaction_module.manager
+    txn = tm.get()
+    try:
+        session = txn.data(_TXN_KEY)
+    except KeyError:
+        session = None
+    if session is not None:
+        if session.jar is None and jar is not None:
+            session.jar = jar
+        return session
+    dsn = dsn or config.get_dsn()
+    db.ensure_schema(dsn)
+    session = CatalogSession(txn, dsn, jar)
+    from plone.pgcatalog.writer import Writer
+    session.writer = Writer()
+    txn.join(session)
+    txn.set_data(_TXN_KEY, session)
+    return session

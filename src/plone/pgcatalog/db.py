@@ -161,6 +161,15 @@ def analyze(dsn):
 _GONE_STATES = ("57P01", "57P02", "57P03")
 
 
+def forget_prepared(conn):
+    """After a failed pipeline psycopg's record of the statements it
+    prepared can be wrong (a name it thinks prepared was skipped): forget
+    them all (the server's are deallocated with the next statement)."""
+    prepared = getattr(conn, "_prepared", None)
+    if prepared is not None:
+        prepared.clear()
+
+
 def connection_lost(exc):
     """The error says the connection (or the server) is gone."""
     if not isinstance(exc, psycopg.OperationalError):

@@ -61,6 +61,12 @@ def create(session, cid, index):
         # another kind under this name: its expressions may not take the
         # values this kind writes, so they go now, in the transaction
         _unregister(session, cid, index_id, stale, now=True)
+    # the same, deleted earlier in this transaction (dropped at commit)
+    dropping = sorted(name for name, owner in session.drops.items()
+                      if owner == (cid, index_id))
+    if dropping:
+        session.cancel_drops(dropping)
+        _drop_now(session, cid, dropping)
     if not want:
         return
     statements = list(want.values())
@@ -96,12 +102,17 @@ def remove(session, cid, index_id):
 def _unregister(session, cid, index_id, names, now):
     session.execute_write(cid, _UNREGISTER_SQL, (cid, index_id, names))
     if now:
-        for name in names:
-            if not session.execute(_USED_SQL, (name,)).fetchone():
-                session.execute_write(cid, sql.SQL(
-                    "DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+        _drop_now(session, cid, names)
     else:
-        session.drop_after_commit(names)
+        session.drop_after_commit(names, (cid, index_id))
+
+
+def _drop_now(session, cid, names):
+    """Drop, in the transaction, those of ``names`` no catalog uses."""
+    for name in names:
+        if not session.execute(_USED_SQL, (name,)).fetchone():
+            session.execute_write(cid, sql.SQL(
+                "DROP INDEX IF EXISTS {}").format(sql.Identifier(name)), ())
 
 
 def drop_unused(dsn, names):

@@ -140,19 +140,22 @@ class CatalogSession:
         # would have failed to pickle at commit time (its BTree keeps only
         # an entry's last record, so a later good record clears it)
         self.commit_errors = {}
-        #: PostgreSQL indexes to drop once this transaction committed
-        self.drops = set()
+        #: PostgreSQL indexes to drop once this transaction committed:
+        #: name -> (cid, index id) that used it
+        self.drops = {}
         self.commit_hooks = []
 
     def on_commit(self, callback):
         """Call ``callback()`` once this transaction committed."""
         self.commit_hooks.append(callback)
 
-    def drop_after_commit(self, names):
-        self.drops.update(names)
+    def drop_after_commit(self, names, owner):
+        for name in names:
+            self.drops[name] = owner
 
     def cancel_drops(self, names):
-        self.drops.difference_update(names)
+        for name in names:
+            self.drops.pop(name, None)
 
     @property
     def in_pg_txn(self):
@@ -180,12 +183,12 @@ class CatalogSession:
     def _begin_statements(self, conn):
         """BEGIN (and the shared snapshot), sent ahead of a statement in
         the same round trip."""
-        conn.execute(_BEGIN)
+        conn.execute(_BEGIN, prepare=False)
         if self.snapshot_id is None:
             self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
         if self.snapshot_id:
             conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
-                sql.Literal(self.snapshot_id)))
+                sql.Literal(self.snapshot_id)), prepare=False)
 
     # -- statements ---------------------------------------------------------
     def execute(self, query, params=(), prepare=None, binary=False):
@@ -219,11 +222,11 @@ class CatalogSession:
                     if fresh:
                         self._begin_statements(conn)
                     if guarded:
-                        conn.execute("SAVEPOINT pgc_stmt")
+                        conn.execute("SAVEPOINT pgc_stmt", prepare=False)
                     cursor = conn.execute(query, params, prepare=prepare,
                                           binary=binary)
                     if guarded:
-                        conn.execute("RELEASE SAVEPOINT pgc_stmt")
+                        conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
                 self.begun = True
                 if write:
                     self.wrote = True
@@ -241,6 +244,7 @@ class CatalogSession:
 
     def _contain(self, conn, exc, guarded):
         """Leave the session usable after statement failure ``exc``."""
+        db.forget_prepared(conn)
         if db.connection_lost(exc) or conn.broken:
             if self.wrote:
                 self.failed = DatabaseUnavailable(
@@ -252,12 +256,12 @@ class CatalogSession:
         try:
             if guarded:
                 with conn.pipeline():
-                    conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt")
-                    conn.execute("RELEASE SAVEPOINT pgc_stmt")
+                    conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt", prepare=False)
+                    conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
             else:
                 # a read-only transaction (or its first statement): start
                 # again at the next statement
-                conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK", prepare=False)
                 self.begun = False
         except psycopg.Error:
             logger.warning("could not roll back a failed catalog statement; "
@@ -296,9 +300,9 @@ class CatalogSession:
                 with conn.pipeline():
                     if fresh:
                         self._begin_statements(conn)
-                    conn.execute("SAVEPOINT pgc_flush")
+                    conn.execute("SAVEPOINT pgc_flush", prepare=False)
                     self.writer.apply(conn, ops)
-                    conn.execute("RELEASE SAVEPOINT pgc_flush")
+                    conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
                 self.begun = True
                 self.wrote = True
                 return
@@ -309,11 +313,12 @@ class CatalogSession:
                     db.check_pool(self.dsn)
                     continue
                 error = db.translate_error(exc, "catalog writes")
+                db.forget_prepared(conn)
                 if not db.connection_lost(exc) and not conn.broken:
                     try:
                         with conn.pipeline():
-                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush")
-                            conn.execute("RELEASE SAVEPOINT pgc_flush")
+                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush", prepare=False)
+                            conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
                     except psycopg.Error:
                         self._contain(conn, exc, False)
                 else:
@@ -368,10 +373,10 @@ class CatalogSession:
                     conn.execute(db.LOG_COMMIT_SQL, (
                         cid, self.counter_flushed.get(cid, 0)), prepare=True)
                 if gid is None:
-                    conn.execute("COMMIT")
+                    conn.execute("COMMIT", prepare=False)
                 else:
                     conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(
-                        sql.Literal(gid)))
+                        sql.Literal(gid)), prepare=False)
         except psycopg.Error as exc:
             self._contain(conn, exc, False)
             raise db.translate_error(exc, "commit") from None
@@ -397,7 +402,7 @@ class CatalogSession:
             self._finish_prepared(gid, "COMMIT PREPARED")
             self._committed()
         big = self.rows_written >= db.ANALYZE_AFTER_ROWS
-        drops, self.drops = self.drops, set()
+        drops, self.drops = self.drops, {}
         hooks, self.commit_hooks = self.commit_hooks, []
         self._end(commit=True)
         for hook in hooks:
@@ -419,7 +424,7 @@ class CatalogSession:
         pause = FINISH_PAUSE
         for attempt in range(FINISH_ATTEMPTS):
             try:
-                self.connection().execute(statement)
+                self.connection().execute(statement, prepare=False)
                 return
             except psycopg.Error as exc:
                 if not db.connection_lost(exc) and not self.conn.broken:
@@ -446,7 +451,7 @@ class CatalogSession:
             if conn is not None and self.begun:
                 try:
                     conn.execute("COMMIT" if commit and not self.wrote
-                                 else "ROLLBACK")
+                                 else "ROLLBACK", prepare=False)
                 except psycopg.Error:
                     logger.warning("ending the catalog transaction failed; "
                                    "discarding the connection",
@@ -456,7 +461,7 @@ class CatalogSession:
             self.pending = PendingWrites()
             self.counter_flushed.clear()
             self.dirty.clear()
-            self.drops = set()
+            self.drops = {}
             self.commit_hooks = []
             self.begun = False
             self.wrote = False
@@ -489,7 +494,7 @@ class SessionSavepoint:
         self.commit_errors = dict(session.commit_errors)
         self.counter_flushed = dict(session.counter_flushed)
         self.dirty = set(session.dirty)
-        self.drops = set(session.drops)
+        self.drops = dict(session.drops)
         self.commit_hooks = list(session.commit_hooks)
         self.wrote = session.wrote
         self.failed = session.failed
@@ -501,7 +506,7 @@ class SessionSavepoint:
 
     def _send(self, statement):
         try:
-            self.session.connection().execute(statement)
+            self.session.connection().execute(statement, prepare=False)
         except psycopg.Error as exc:
             self.session._contain(self.session.conn, exc, False)
             raise db.translate_error(exc, statement) from None
@@ -523,7 +528,7 @@ class SessionSavepoint:
         else:
             session.wrote = self.wrote and session.begun
             session.failed = self.failed
-        session.drops = set(self.drops)
+        session.drops = dict(self.drops)
         session.commit_hooks = list(self.commit_hooks)
         session.pending.restore(self.snapshot)
         session.commit_errors = dict(self.commit_errors)

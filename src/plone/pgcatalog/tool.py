@@ -102,6 +102,24 @@ def safe_callable(ob):
     return _safe(ob)
 
 
+#: the indexes CMFPlone's searchResults sets from the user and the time
+SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
+
+
+def secured(query):
+    """``query`` without the ``<security index>_<option>`` keys a caller
+    may have added (``allowedRolesAndUsers_range="min"`` would turn the
+    user's roles into a range that matches everything; stock ZCatalog reads
+    such keys).  A deliberate difference: the security filters cannot be
+    weakened by any key a caller passes."""
+    if not any(key.startswith(SECURITY_INDEXES) for key in query
+               if isinstance(key, str)):
+        return query
+    prefixes = tuple(name + "_" for name in SECURITY_INDEXES)
+    return {key: value for key, value in query.items()
+            if not (isinstance(key, str) and key.startswith(prefixes))}
+
+
 def rid_key(rid):
     """``rid`` as a record id PostgreSQL can look up, or None when no
     record can have it (ZCatalog's IOBTrees find nothing under a key that
@@ -334,7 +352,7 @@ class PGCatalogTool(UniqueObject, Folder):
             kw.pop("sort_on", None)
         else:
             kw["sort_on"] = sort_on
-        return self._pgc_search(merge_query_args(query, **kw))
+        return self._pgc_search(secured(merge_query_args(query, **kw)))
 
     # the tool's own URL: stock CMFPlone marks __call__ zpublish(False) too
     @zpublish(False)
@@ -379,7 +397,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 query["sort_order"] = "descending" if reverse else ""
         if limit is not None:
             query["sort_limit"] = limit
-        return self._pgc_search(query)
+        return self._pgc_search(secured(query))
 
     def _pgc_search(self, query):
         window = batch_window(query)

@@ -1,0 +1,275 @@
+"""Index lifecycle, index names and hostile content values.
+
+* ``delIndex`` removes the PostgreSQL indexes ``addIndex`` made for that
+  catalog (none left behind after add/delete cycles); re-adding a name with
+  another kind works, in one transaction or two; two catalogs of one
+  database may use one name for different kinds.
+* Index names: anything ZCatalog takes works (``%``, quotes, spaces);
+  what PostgreSQL cannot hold is refused at ``addIndex`` with CatalogError.
+* Content values ZCatalog indexes are indexed here too: NUL characters and
+  lone surrogates (matched exactly), a 3,000-byte title (committed, sorted
+  as ZCatalog sorts), through plone.restapi as an editor sends them.
+* The security filters cannot be weakened by ``<index>_<option>`` keys.
+"""
+import unittest
+
+import transaction
+from plone.app.testing import applyProfile
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
+from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import SITE_OWNER_PASSWORD
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import FunctionalTesting
+from plone.app.testing import PloneSandboxLayer
+from plone.testing.zope import WSGI_SERVER_FIXTURE
+
+from plone.pgcatalog import db
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.testing import CatalogStateLayerMixin
+from plone.pgcatalog.testing import PGCATALOG_FIXTURE
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.testing import PGCatalogFunctionalTesting
+from plone.pgcatalog.tool import PGCatalogTool
+
+
+def pg_indexes():
+    """Names of the catalog's own PostgreSQL indexes in the database."""
+    with db.get_pool().connection() as conn:
+        return {row[0] for row in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+            "'pgcatalog\\_x\\_%'").fetchall()}
+
+
+def paths(results):
+    return sorted(b.getPath() for b in results)
+
+
+class TestIndexLifecycle(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Document", "doc", title="Lifecycle")
+        transaction.commit()
+
+    def tearDown(self):
+        for name in ("foo", "bar"):
+            if name in self.catalog.indexes():
+                self.catalog.delIndex(name)
+        transaction.commit()
+
+    def test_add_delete_cycles_leave_no_index_behind(self):
+        before = pg_indexes()
+        names = ["plain", "with % percent", "it's quoted", "100%%", "a b"]
+        kinds = ["FieldIndex", "DateIndex", "KeywordIndex", "BooleanIndex",
+                 "UUIDIndex"]
+        for name, kind in zip(names, kinds):
+            self.catalog.addIndex(name, kind)
+        transaction.commit()
+        self.assertGreater(len(pg_indexes() - before), 0)
+        for name in names:
+            self.catalog.delIndex(name)
+        transaction.commit()
+        self.assertEqual(pg_indexes(), before)
+
+    def test_readd_with_another_kind_in_two_transactions(self):
+        doc = self.portal.doc
+        self.catalog.addIndex("foo", "DateIndex",
+                              extra={"indexed_attrs": "modified"})
+        self.catalog.reindexIndex("foo", None)
+        transaction.commit()
+        self.assertIn("/plone/doc", paths(
+            self.catalog.unrestrictedSearchResults(
+                foo={"query": doc.modified(), "range": "max"})))
+        self.catalog.delIndex("foo")
+        transaction.commit()
+        self.catalog.addIndex("foo", "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        self.catalog.reindexIndex("foo", None)
+        transaction.commit()
+        doc.setTitle("Edited")
+        doc.reindexObject()
+        transaction.commit()          # used to fail: cast to bigint
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            foo="Edited")), ["/plone/doc"])
+
+    def test_readd_with_another_kind_in_one_transaction(self):
+        self.catalog.addIndex("bar", "DateIndex",
+                              extra={"indexed_attrs": "modified"})
+        self.catalog.reindexIndex("bar", None)
+        transaction.commit()
+        self.catalog.delIndex("bar")
+        self.catalog.addIndex("bar", "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        self.catalog.reindexIndex("bar", None)
+        self.portal.doc.setTitle("Same transaction")
+        self.portal.doc.reindexObject()
+        transaction.commit()
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            bar="Same transaction")), ["/plone/doc"])
+
+    def test_two_catalogs_one_name_two_kinds(self):
+        self.catalog.addIndex("foo", "DateIndex",
+                              extra={"indexed_attrs": "modified"})
+        self.catalog.reindexIndex("foo", None)
+        other = PGCatalogTool("other_catalog")
+        self.portal._setObject("other_catalog", other)
+        other = self.portal.other_catalog
+        other.addIndex("foo", "FieldIndex", extra={"indexed_attrs": "Title"})
+        other.catalog_object(self.portal.doc, "/elsewhere/doc")
+        transaction.commit()
+        self.portal.doc.reindexObject()
+        other.catalog_object(self.portal.doc, "/elsewhere/doc")
+        transaction.commit()
+        self.assertEqual(len(other.unrestrictedSearchResults(
+            foo="Lifecycle")), 1)
+        self.assertIn("/plone/doc", paths(
+            self.catalog.unrestrictedSearchResults(
+                foo={"query": self.portal.doc.modified(), "range": "max"})))
+        other.delIndex("foo")
+        self.portal._delObject("other_catalog")
+        transaction.commit()
+
+    def test_percent_in_a_name_works_everywhere(self):
+        name = "foo%s%(x)s%%"
+        self.catalog.addIndex(name, "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        self.catalog.reindexIndex(name, None)
+        transaction.commit()
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            {name: "Lifecycle"})), ["/plone/doc"])
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            {name: {"query": ["L", "M"], "range": "min:max"},
+             "sort_on": name})), 1)
+        self.assertIn("Lifecycle", self.catalog.uniqueValuesFor(name))
+        self.catalog.delIndex(name)
+        transaction.commit()
+
+    def test_names_postgresql_cannot_hold_are_refused(self):
+        for name in ("a\x00b", "x\ud800y", "n" * 100000, 5):
+            with self.assertRaises(CatalogError):
+                self.catalog.addIndex(name, "FieldIndex")
+            self.assertNotIn(name, self.catalog.indexes())
+        transaction.commit()
+
+
+class TestSecurityFiltersCannotBeWeakened(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def test_option_keys_of_the_security_indexes_are_dropped(self):
+        portal = self.layer["portal"]
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+        login(portal, TEST_USER_NAME)
+        portal.portal_workflow.setChainForPortalTypes(
+            ("Document",), ("simple_publication_workflow",))
+        portal.invokeFactory("Document", "private_doc", title="Secret")
+        transaction.commit()
+        logout()
+        self.assertEqual(portal.portal_workflow.getInfoFor(
+            portal.private_doc, "review_state"), "private")
+        catalog = portal.portal_catalog
+        for extra in ({"allowedRolesAndUsers_range": "min"},
+                      {"allowedRolesAndUsers_operator": "or",
+                       "allowedRolesAndUsers_range": "min:max"},
+                      {"effectiveRange_usage": "range:min"},
+                      {"allowedRolesAndUsers": {"query": [""],
+                                                "range": "min"}}):
+            self.assertEqual(
+                len(catalog(portal_type="Document", **extra)), 0, extra)
+            self.assertEqual(len(catalog.searchResults(
+                dict(extra, portal_type="Document"))), 0, extra)
+            self.assertEqual(len(catalog.search(
+                dict(extra, portal_type="Document"))), 0, extra)
+
+
+class RestAPIFixture(CatalogStateLayerMixin, PloneSandboxLayer):
+    defaultBases = (PGCATALOG_FIXTURE,)
+
+    def setUpZope(self, app, configurationContext):
+        import plone.restapi
+        self.loadZCML(package=plone.restapi)
+
+    def setUpPloneSite(self, portal):
+        applyProfile(portal, "plone.restapi:default")
+
+
+RESTAPI_FIXTURE = RestAPIFixture()
+RESTAPI_TESTING = PGCatalogFunctionalTesting(
+    bases=(RESTAPI_FIXTURE, WSGI_SERVER_FIXTURE), name="PGCatalog:RestAPI")
+
+
+class TestHostileContentValues(unittest.TestCase):
+    """What an editor can send through plone.restapi gets indexed."""
+    layer = RESTAPI_TESTING
+
+    def setUp(self):
+        from plone.restapi.testing import RelativeSession
+        self.portal = self.layer["portal"]
+        self.api = RelativeSession(self.portal.absolute_url(), test=self)
+        self.api.headers.update({"Accept": "application/json"})
+        self.api.auth = (SITE_OWNER_NAME, SITE_OWNER_PASSWORD)
+
+    def tearDown(self):
+        self.api.close()
+
+    def create(self, **data):
+        data.setdefault("@type", "Document")
+        response = self.api.post("/", json=data)
+        self.assertEqual(response.status_code, 201, response.text[:500])
+        return response.json()
+
+    def search(self, **params):
+        response = self.api.get("/@search", params=params)
+        self.assertEqual(response.status_code, 200, response.text[:500])
+        return sorted(item["@id"].rsplit("/", 1)[-1]
+                      for item in response.json()["items"])
+
+    def test_subjects_with_nul_and_lone_surrogates(self):
+        self.create(id="nul", title="NUL subject", subjects=["a\x00b", "ok"])
+        self.create(id="surrogate", title="Surrogate subject",
+                    subjects=["x\ud800y"])
+        transaction.commit()
+        self.assertEqual(self.search(Subject="a\x00b"), ["nul"])
+        self.assertEqual(self.search(Subject="ok"), ["nul"])
+        self.assertEqual(self.search(Subject="a"), [])
+        catalog = self.portal.portal_catalog
+        self.assertEqual(
+            [b.getId for b in catalog.unrestrictedSearchResults(
+                Subject="x\ud800y")], ["surrogate"])
+        self.assertIn("a\x00b", catalog.uniqueValuesFor("Subject"))
+        brain = catalog.unrestrictedSearchResults(getId="nul")[0]
+        self.assertEqual(sorted(brain.Subject), ["a\x00b", "ok"])
+
+    def test_a_title_beyond_the_btree_row_limit(self):
+        # (restapi's schema caps titles; Python code does not)
+        long_a = "A" * 2000 + "é" * 1500 + " one"
+        long_b = "A" * 2000 + "é" * 1500 + " two"
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        for oid, title in (("long-b", long_b), ("long-a", long_a),
+                           ("short", "Zz short")):
+            self.portal.invokeFactory("Document", oid, title=title)
+        transaction.commit()
+        catalog = self.portal.portal_catalog
+        found = catalog.unrestrictedSearchResults(
+            portal_type="Document", sort_on="sortable_title")
+        self.assertEqual([b.getId for b in found],
+                         ["long-a", "long-b", "short"])
+        from Products.CMFPlone.CatalogTool import sortable_title
+        key = sortable_title(self.portal["long-b"])()
+        self.assertGreater(len(key.encode("utf-8")), 3000)
+        self.assertEqual(
+            [b.getId for b in catalog.unrestrictedSearchResults(
+                sortable_title=key)], ["long-b"])
+        self.assertEqual(
+            [b.getId for b in catalog.unrestrictedSearchResults(
+                portal_type="Document", sort_on="sortable_title",
+                sortable_title={"query": key, "range": "min"})],
+            ["long-b", "short"])
+        self.assertEqual(self.search(sortable_title=key), ["long-b"])

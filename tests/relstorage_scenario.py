@@ -63,19 +63,8 @@ def check(db, step, checks):
     checks.append(step)
 
 
-def run():
-    from plone.pgcatalog import pgserver
-    from plone.pgcatalog.zopeapp import open_relstorage
-    from plone.pgcatalog.zopeapp import Request
-    from plone.pgcatalog.zopeapp import start_zope
-
-    dsn = pgserver.fresh_database("pgcatalog_relstorage")
-    os.environ["PGCATALOG_DSN"] = dsn
-    workdir = tempfile.mkdtemp(prefix="pgcatalog-rs-")
-    db = open_relstorage(dsn, cache_size=400, workdir=workdir)
-    start_zope(db, workdir)
-    checks = []
-
+def make_site(db):
+    """A Manager ``admin`` and a Plone site with plone.pgcatalog."""
     conn = db.open()
     app = conn.root()["Application"]
     app.acl_users._doAddUser(ADMIN, "secret", ["Manager"], [])
@@ -97,6 +86,22 @@ def run():
     transaction.commit()
     conn.close()
     setRequest(None)
+
+
+def run():
+    from plone.pgcatalog import pgserver
+    from plone.pgcatalog.zopeapp import open_relstorage
+    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.zopeapp import start_zope
+
+    dsn = pgserver.fresh_database("pgcatalog_relstorage")
+    os.environ["PGCATALOG_DSN"] = dsn
+    workdir = tempfile.mkdtemp(prefix="pgcatalog-rs-")
+    db = open_relstorage(dsn, cache_size=400, workdir=workdir)
+    start_zope(db, workdir)
+    checks = []
+
+    make_site(db)
     check(db, "site created", checks)
 
     with Request(db, SITE, ADMIN, commit=True) as r:

@@ -62,7 +62,7 @@ def get_plan_cache_mode():
     return value
 
 
-DEFAULT_LOCK_TIMEOUT_MS = 1000
+DEFAULT_LOCK_TIMEOUT_MS = 200
 
 
 def _setting(name, env):
@@ -72,7 +72,9 @@ def _setting(name, env):
 def get_lock_timeout_ms():
     """How long (ms) a catalog write waits for a row another transaction
     holds before raising ConflictError (``lock-timeout-ms`` /
-    ``PGCATALOG_LOCK_TIMEOUT_MS``; default 1000)."""
+    ``PGCATALOG_LOCK_TIMEOUT_MS``; default 200).  Under REPEATABLE READ a
+    wait only pays off when the holder rolls back: if it commits, the
+    waiting write conflicts anyway."""
     value = _setting("lock-timeout-ms", "PGCATALOG_LOCK_TIMEOUT_MS")
     return int(value) if value else DEFAULT_LOCK_TIMEOUT_MS
 

@@ -31,6 +31,9 @@ from plone.pgcatalog.errors import DatabaseUnavailable
 
 logger = logging.getLogger("plone.pgcatalog")
 
+#: the catalog's connections say who they are (pg_stat_activity)
+APPLICATION_NAME = "plone.pgcatalog"
+
 _pools = {}
 _pools_lock = threading.Lock()
 _schema_ready = set()
@@ -71,7 +74,7 @@ def _configure(conn):
     # entries).
     conn.execute("SET plan_cache_mode = %s" % config.get_plan_cache_mode())
     # A catalog row locked by another transaction is waited for at most
-    # this long (default 1 s), then the request fails with a ConflictError
+    # this long (default 200 ms), then the request fails with a ConflictError
     # and Zope retries it: a wait can never turn into a deadlock with
     # RelStorage's commit lock (which PostgreSQL cannot see as one lock
     # graph), and under REPEATABLE READ a wait only pays off when the
@@ -90,7 +93,8 @@ def get_pool(dsn=None):
         if pool is None:
             pool = ConnectionPool(
                 dsn, min_size=1, max_size=config.get_pool_max_size(),
-                kwargs={"autocommit": True, "prepare_threshold": 0},
+                kwargs={"autocommit": True, "prepare_threshold": 0,
+                        "application_name": APPLICATION_NAME},
                 configure=_configure, open=True, name="plone.pgcatalog")
             try:
                 pool.wait(timeout=30)

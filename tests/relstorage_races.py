@@ -353,8 +353,7 @@ def prepared_left(dsn):
                             "gid LIKE 'pgcatalog:%'").fetchone()[0]
 
 
-def faults(db, dsn, checks, figures):
-    from plone.pgcatalog.errors import DatabaseUnavailable
+def two_phase_faults(db, dsn, checks):
     from plone.pgcatalog.zopeapp import Request
     from plone.pgcatalog import db as pgc_db
 
@@ -404,6 +403,13 @@ def faults(db, dsn, checks, figures):
         raise AssertionError("a prepared catalog transaction is left")
     checks.append("backend killed after the catalog's vote: committed")
 
+    checks.append("two-phase commit cases run")
+
+
+def connection_faults(db, dsn, checks, figures):
+    from plone.pgcatalog.errors import DatabaseUnavailable
+    from plone.pgcatalog.zopeapp import Request
+
     # A server restart: every pooled backend dies while idle.  The next
     # requests work (dead connections are replaced, nothing fails).
     with Request(db, SITE, ADMIN) as r:
@@ -452,6 +458,11 @@ def faults(db, dsn, checks, figures):
                       TransientError):
         raise AssertionError("DatabaseUnavailable is not retried")
 
+
+def in_doubt(db, dsn, checks):
+    from plone.pgcatalog import db as pgc_db
+    if not pgc_db.two_phase(dsn):
+        return
     # A prepared catalog transaction left behind by a crash is resolved.
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("BEGIN")
@@ -579,7 +590,9 @@ def run():
     races(db, checks, figures)
     no_conflict_on_different_entries(db, checks)
     snapshot(db, checks)
-    faults(db, dsn, checks, figures)
+    two_phase_faults(db, dsn, checks)
+    connection_faults(db, dsn, checks, figures)
+    in_doubt(db, dsn, checks)
     editors(db, checks, figures)
     vanished(db, dsn, checks)
     db.close()

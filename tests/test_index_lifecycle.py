@@ -151,6 +151,23 @@ class TestIndexLifecycle(unittest.TestCase):
         self.catalog.delIndex(name)
         transaction.commit()
 
+    def test_sync_recreates_missing_and_drops_legacy_indexes(self):
+        with db.get_pool().connection() as conn:
+            name = conn.execute(
+                "SELECT pg_index FROM pgcatalog_indexes WHERE cid = %s AND "
+                "name = 'review_state'",
+                (self.catalog._pgc_cid(),)).fetchone()[0]
+            conn.execute('DROP INDEX "%s"' % name)
+            conn.execute("CREATE INDEX pgcatalog_x_legacy_test ON "
+                         "pgcatalog_entries (cid, (idx -> 'review_state'))")
+        self.assertNotIn(name, pg_indexes())
+        created, dropped = self.catalog.pgc_sync_indexes()
+        transaction.commit()
+        self.assertEqual(created, [name])
+        self.assertIn("pgcatalog_x_legacy_test", dropped)
+        self.assertIn(name, pg_indexes())
+        self.assertNotIn("pgcatalog_x_legacy_test", pg_indexes())
+
     def test_names_postgresql_cannot_hold_are_refused(self):
         for name in ("a\x00b", "x\ud800y", "n" * 100000, 5):
             with self.assertRaises(CatalogError):

@@ -163,4 +163,13 @@ def sync(session, cid, indexes):
         if unwanted:
             _unregister(session, cid, index_id, sorted(unwanted), now=False)
             dropped.extend(sorted(unwanted))
+    # the shared expression indexes of schema versions before 4 (nobody
+    # registers them): dropped after the commit
+    legacy = [row[0] for row in session.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND indexname LIKE 'pgcatalog\\_x\\_%%' AND indexname NOT IN "
+        "(SELECT pg_index FROM pgcatalog_indexes)").fetchall()]
+    if legacy:
+        session.drop_after_commit(legacy, None)
+        dropped.extend(sorted(legacy))
     return created, dropped

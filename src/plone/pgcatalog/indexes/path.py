@@ -60,6 +60,10 @@ _CID = "\x01cid\x01"
 _MAXINT = "2147483647"
 
 
+#: |depth|, |level|, navtree_start beyond this are taken as this
+_INT_BOUND = 2 ** 29
+
+
 def _or(parts):
     parts = [p for p in parts if p != FALSE]
     if TRUE in parts:
@@ -123,7 +127,10 @@ class _Compiler:
         return f"{token}::{cast}" if cast else token
 
     def i(self, value):
-        return self.p(int(value), "int")
+        # depths and levels beyond any path mean the same as these (and
+        # sums of two stay within PostgreSQL's int)
+        value = max(-_INT_BOUND, min(_INT_BOUND, int(value)))
+        return self.p(value, "int")
 
     def bind(self, text, qc):
         return _TOKEN.sub(

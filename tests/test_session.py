@@ -1,0 +1,179 @@
+"""The catalog's PostgreSQL transaction inside a ZODB transaction.
+
+* A statement PostgreSQL refuses raises CatalogStatementError (never a
+  driver error) and leaves the transaction usable: its earlier catalog
+  writes stay and commit.
+* Writes PostgreSQL refuses make the commit fail (nothing half-written)
+  and the next transaction works.
+* Savepoints roll back flushed writes, and only those after them.
+* Reads see one snapshot per transaction.
+* More transactions than connections: a retryable error, quickly.
+* A lock held by another transaction is waited for briefly, then
+  ConflictError.
+* Commits with other resources use two-phase commit and leave no
+  prepared transaction behind.
+"""
+import threading
+import time
+import unittest
+
+import psycopg
+import transaction
+from plone.app.testing import login
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from ZODB.POSException import ConflictError
+
+from plone.pgcatalog import config
+from plone.pgcatalog import db
+from plone.pgcatalog.errors import CatalogStatementError
+from plone.pgcatalog.errors import DatabaseUnavailable
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.writer import Upsert
+
+
+def ids(results):
+    return sorted(b.getId for b in results)
+
+
+class TestSession(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.catalog = self.portal.portal_catalog
+
+    def tearDown(self):
+        transaction.abort()
+
+    def session(self):
+        return self.catalog._pgc_session()
+
+    def test_refused_statement_keeps_the_transaction(self):
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        self.assertEqual(ids(self.catalog(id="kept")), ["kept"])  # flushed
+        self.assertTrue(self.session().in_pg_txn)
+        for statement in ("SELECT 1/0", "SELECT 'x'::int",
+                          "SELECT * FROM no_such_table"):
+            with self.assertRaises(CatalogStatementError) as caught:
+                self.session().execute(statement)
+            self.assertNotIn("SELECT", str(caught.exception))
+            self.assertIsNone(caught.exception.__cause__)
+        self.assertEqual(ids(self.catalog(id="kept")), ["kept"])
+        transaction.commit()
+        self.assertEqual(ids(self.catalog(id="kept")), ["kept"])
+
+    def test_refused_statement_in_a_read_only_transaction(self):
+        with self.assertRaises(CatalogStatementError):
+            self.session().execute("SELECT 1/0")
+        self.assertTrue(len(self.catalog(path="/plone", depth=0)))
+
+    def test_refused_writes_fail_the_commit(self):
+        self.portal.invokeFactory("Document", "never", title="Never")
+        session = self.session()
+        cid = self.catalog._pgc_cid()
+        # a tsvector PostgreSQL cannot parse: the flush is refused
+        session.pending.add(cid, "/plone/broken", Upsert(
+            True, {}, [], "{}", {"SearchableText": "'unterminated"}, []))
+        with self.assertRaises(CatalogStatementError):
+            self.catalog(id="never")
+        with self.assertRaises(CatalogStatementError):
+            transaction.commit()
+        transaction.abort()
+        self.assertEqual(ids(self.catalog(id="never")), [])
+        self.assertNotIn("never", self.portal)
+        self.portal.invokeFactory("Document", "later", title="Later")
+        transaction.commit()
+        self.assertEqual(ids(self.catalog(id="later")), ["later"])
+
+    def test_savepoints_roll_back_flushed_writes(self):
+        self.portal.invokeFactory("Document", "before", title="Before")
+        self.catalog(id="before")          # flushed before the savepoint
+        savepoint = transaction.savepoint()
+        self.portal.invokeFactory("Document", "after", title="After")
+        self.assertEqual(ids(self.catalog(id=["before", "after"])),
+                         ["after", "before"])
+        savepoint.rollback()
+        self.assertEqual(ids(self.catalog(id=["before", "after"])),
+                         ["before"])
+        transaction.commit()
+        self.assertEqual(ids(self.catalog(id=["before", "after"])),
+                         ["before"])
+
+    def test_one_snapshot_per_transaction(self):
+        self.portal.invokeFactory("Document", "early", title="Early")
+        transaction.commit()
+        self.assertEqual(ids(self.catalog(id="early")), ["early"])
+        cid = self.catalog._pgc_cid()
+        with psycopg.connect(config.get_dsn(), autocommit=True) as other:
+            other.execute("DELETE FROM pgcatalog_entries WHERE cid = %s AND "
+                          "path = '/plone/early'", (cid,))
+        self.assertEqual(ids(self.catalog(id="early")), ["early"])
+        transaction.abort()
+        self.assertEqual(ids(self.catalog(id="early")), [])
+
+    def test_two_phase_commit_leaves_nothing_prepared(self):
+        if not db.two_phase(config.get_dsn()):
+            self.skipTest("the server has no prepared transactions")
+        self.portal.invokeFactory("Document", "twophase", title="2PC")
+        transaction.commit()
+        with psycopg.connect(config.get_dsn(), autocommit=True) as conn:
+            self.assertEqual(conn.execute(
+                "SELECT count(*) FROM pg_prepared_xacts").fetchone()[0], 0)
+        self.assertEqual(ids(self.catalog(id="twophase")), ["twophase"])
+
+    def test_lock_waits_are_short(self):
+        self.portal.invokeFactory("Document", "locked", title="Locked")
+        transaction.commit()
+        cid = self.catalog._pgc_cid()
+        holding, release = threading.Event(), threading.Event()
+
+        def holder():
+            with psycopg.connect(config.get_dsn(), autocommit=True) as conn:
+                with conn.transaction():
+                    conn.execute("SELECT 1 FROM pgcatalog_entries WHERE "
+                                 "cid = %s AND path = '/plone/locked' FOR "
+                                 "UPDATE", (cid,))
+                    holding.set()
+                    release.wait(30)
+
+        thread = threading.Thread(target=holder, daemon=True)
+        thread.start()
+        holding.wait(30)
+        try:
+            self.portal.locked.setTitle("Waiting")
+            self.portal.locked.reindexObject()
+            started = time.perf_counter()
+            with self.assertRaises(ConflictError):
+                self.catalog(id="locked")
+            self.assertLess(time.perf_counter() - started, 2.0)
+        finally:
+            release.set()
+            thread.join(30)
+        transaction.abort()
+
+    def test_no_free_connection_fails_fast_and_retryably(self):
+        pool = db.get_pool()
+        transaction.abort()
+        held = []
+        old = config.get_pool_timeout
+        config.get_pool_timeout = lambda: 0.3
+        try:
+            while True:
+                try:
+                    held.append(pool.getconn(timeout=0.3))
+                except Exception:  # noqa: B902 - PoolTimeout: all taken
+                    break
+            started = time.perf_counter()
+            with self.assertRaises(DatabaseUnavailable):
+                self.catalog(portal_type="Document")
+            self.assertLess(time.perf_counter() - started, 2.0)
+        finally:
+            config.get_pool_timeout = old
+            for conn in held:
+                pool.putconn(conn)
+        transaction.abort()
+        self.catalog(portal_type="Document")

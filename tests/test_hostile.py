@@ -108,7 +108,8 @@ batched_queries = st.fixed_dictionaries(
               "SearchableText": st.sampled_from(["plone", "alpha OR beta"])})
 
 HYPOTHESIS = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, database=None,
+    max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
+    database=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow,
                            HealthCheck.function_scoped_fixture,
@@ -210,7 +211,8 @@ class TestHostileQueries(unittest.TestCase):
         """The transaction has catalog writes in PostgreSQL (a search
         flushed them): failing statements must not poison it."""
         doc = self.pg.unrestrictedSearchResults(
-            portal_type="Document", sort_on="getId")[0]._unrestrictedGetObject()
+            portal_type="Document",
+            sort_on="getId")[0]._unrestrictedGetObject()
         doc.setTitle("Hostile neighbour")
         doc.reindexObject()
         self.pg.unrestrictedSearchResults(Title="Hostile")  # flushes

@@ -106,6 +106,22 @@ def get_two_phase_commit():
     return _BOOLEANS[str(value).lower()]
 
 
+def get_share_storage_snapshot():
+    """Read the catalog in the ZODB's own snapshot when it shares
+    RelStorage's database (``share-storage-snapshot`` /
+    ``PGCATALOG_SHARE_STORAGE_SNAPSHOT``; default on).  Exact, at the
+    price of exporting the snapshot: ~1 ms per ZODB transaction that uses
+    the catalog, measured on a 2-vCPU VM."""
+    value = _setting("share-storage-snapshot",
+                     "PGCATALOG_SHARE_STORAGE_SNAPSHOT")
+    if value is None:
+        return True
+    if str(value).lower() not in _BOOLEANS:
+        raise ConfigurationError("share-storage-snapshot must be on or off, "
+                                 "not %r" % value)
+    return _BOOLEANS[str(value).lower()]
+
+
 def get_in_doubt_seconds():
     """Age (s) after which a prepared catalog transaction nobody finished
     is resolved (``in-doubt-seconds``; default 60)."""

@@ -317,6 +317,8 @@ def storage_snapshot(dsn, jar):
     """The id of the ZODB transaction's own database snapshot, when the
     catalog shares the database of the connection's RelStorage (exported
     from RelStorage's load connection), else None."""
+    if jar is None or not config.get_share_storage_snapshot():
+        return None
     storage = getattr(jar, "_storage", None)
     load = getattr(storage, "_load_connection", None)
     adapter = getattr(storage, "_adapter", None)

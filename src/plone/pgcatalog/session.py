@@ -215,9 +215,8 @@ class CatalogSession:
             conn = self.connection()
             fresh = not self.begun
             guarded = self.wrote and not fresh
+            started = time.perf_counter()
             try:
-                if db.trace is not None:
-                    db.trace.note(query, params)
                 with conn.pipeline():
                     if fresh:
                         self._begin_statements(conn)
@@ -226,10 +225,13 @@ class CatalogSession:
                     cursor = conn.execute(query, params, prepare=prepare,
                                           binary=binary)
                     if guarded:
-                        conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
+                        conn.execute("RELEASE SAVEPOINT pgc_stmt",
+                                     prepare=False)
                 self.begun = True
                 if write:
                     self.wrote = True
+                if db.trace is not None:
+                    db.trace.write(started, query, params)
                 return cursor
             except psycopg.Error as exc:
                 if db.connection_lost(exc) and not self.wrote \
@@ -256,7 +258,8 @@ class CatalogSession:
         try:
             if guarded:
                 with conn.pipeline():
-                    conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt", prepare=False)
+                    conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt",
+                                 prepare=False)
                     conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
             else:
                 # a read-only transaction (or its first statement): start
@@ -317,8 +320,12 @@ class CatalogSession:
                 if not db.connection_lost(exc) and not conn.broken:
                     try:
                         with conn.pipeline():
-                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush", prepare=False)
-                            conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
+                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush",
+                                         prepare=False)
+                            conn.execute("RELEASE SAVEPOINT pgc_flush",
+                                         prepare=False)
+                        # the transaction (begun here if it was not) goes on
+                        self.begun = True
                     except psycopg.Error:
                         self._contain(conn, exc, False)
                 else:

@@ -56,13 +56,6 @@ class _Trace:
 #: the statement trace, when PGCATALOG_TRACE_FILE is set
 trace = (_Trace(os.environ["PGCATALOG_TRACE_FILE"])
          if os.environ.get("PGCATALOG_TRACE_FILE") else None)
-_commit_generation = [0]
-
-
-def commit_generation():
-    """Increases each time this process commits catalog writes (per-process
-    caches of catalog-wide figures use it to know they are stale)."""
-    return _commit_generation[0]
 
 
 def _configure(conn):

@@ -325,8 +325,8 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None,
     if not window.in_sql:
         raise ValueError("batch arguments outside what LIMIT/OFFSET take: "
                          "the tool slices such answers (BatchWindow)")
-    b_start, b_size = plan.b_start, plan.b_size = window.b_start, \
-        window.b_size
+    b_size = plan.b_size = window.b_size
+    plan.b_start = window.b_start
 
     where = ["e.cid = %s"] + fragments
     params_where = [cid] + qc.params

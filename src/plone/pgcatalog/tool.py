@@ -48,7 +48,6 @@ from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from Products.PluginIndexes.interfaces import IPluggableIndex
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
-import psycopg
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
 from ZPublisher import zpublish
@@ -289,7 +288,6 @@ class PGCatalogTool(UniqueObject, Folder):
         from plone.pgcatalog import config
         from plone.pgcatalog.db import _safe_dsn
         session = self._pgc_session()
-        cid = self._pgc_cid()
         version, server = session.execute(
             "SELECT (SELECT max(version) FROM pgcatalog_schema), "
             "current_setting('server_version')").fetchone()

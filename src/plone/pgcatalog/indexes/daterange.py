@@ -12,7 +12,6 @@ from Products.PluginIndexes.util import safe_callable
 
 from plone.pgcatalog.indexes.access import _tool
 from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.date import json_int
 

@@ -43,7 +43,6 @@ from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.PluginIndexes.util import safe_callable
 
 from plone.pgcatalog import schema
-from plone.pgcatalog.indexes.base import compose
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex

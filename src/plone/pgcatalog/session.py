@@ -208,31 +208,24 @@ class CatalogSession:
             self.dirty.add(cid)
         return cursor
 
-    def _run(self, query, params, prepare, binary, write=False):
+    def _send(self, queue, failed):
+        """``queue(conn, fresh)`` queues statements in one pipeline of the
+        session's transaction (BEGIN first when it is ``fresh``); its
+        result is returned.  When the connection turns out dead and the
+        transaction had no writes, again on a fresh connection; any other
+        failure goes to ``failed(conn, exc, fresh)``, which raises."""
         attempt = 0
         while True:
             attempt += 1
             conn = self.connection()
             fresh = not self.begun
-            guarded = self.wrote and not fresh
-            started = time.perf_counter()
             try:
                 with conn.pipeline():
                     if fresh:
                         self._begin_statements(conn)
-                    if guarded:
-                        conn.execute("SAVEPOINT pgc_stmt", prepare=False)
-                    cursor = conn.execute(query, params, prepare=prepare,
-                                          binary=binary)
-                    if guarded:
-                        conn.execute("RELEASE SAVEPOINT pgc_stmt",
-                                     prepare=False)
+                    result = queue(conn, fresh)
                 self.begun = True
-                if write:
-                    self.wrote = True
-                if db.trace is not None:
-                    db.trace.write(started, query, params)
-                return cursor
+                return result
             except psycopg.Error as exc:
                 if db.connection_lost(exc) and not self.wrote \
                         and attempt < CONNECT_ATTEMPTS:
@@ -241,8 +234,32 @@ class CatalogSession:
                     self._drop_connection()
                     db.check_pool(self.dsn)
                     continue
-                self._contain(conn, exc, guarded)
-                raise db.translate_error(exc, query) from None
+                failed(conn, exc, fresh)
+                raise  # pragma: no cover - failed() raises
+
+    def _run(self, query, params, prepare, binary, write=False):
+        started = time.perf_counter()
+
+        def queue(conn, fresh):
+            guarded = self.wrote and not fresh
+            if guarded:
+                conn.execute("SAVEPOINT pgc_stmt", prepare=False)
+            cursor = conn.execute(query, params, prepare=prepare,
+                                  binary=binary)
+            if guarded:
+                conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
+            return cursor
+
+        def failed(conn, exc, fresh):
+            self._contain(conn, exc, self.wrote and not fresh)
+            raise db.translate_error(exc, query) from None
+
+        cursor = self._send(queue, failed)
+        if write:
+            self.wrote = True
+        if db.trace is not None:
+            db.trace.write(started, query, params)
+        return cursor
 
     def _contain(self, conn, exc, guarded):
         """Leave the session usable after statement failure ``exc``."""
@@ -263,9 +280,12 @@ class CatalogSession:
                     conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
             else:
                 # a read-only transaction (or its first statement): start
-                # again at the next statement
+                # again at the next statement; writes, if any, are gone
                 conn.execute("ROLLBACK", prepare=False)
                 self.begun = False
+                if self.wrote:
+                    self.failed = db.translate_error(exc, "(rolled back)")
+                    self.wrote = False
         except psycopg.Error:
             logger.warning("could not roll back a failed catalog statement; "
                            "dropping the connection", exc_info=True)
@@ -294,44 +314,33 @@ class CatalogSession:
         if not ops:
             return
         self.rows_written += len(ops)
-        attempt = 0
-        while True:
-            attempt += 1
-            conn = self.connection()
-            fresh = not self.begun
-            try:
-                with conn.pipeline():
-                    if fresh:
-                        self._begin_statements(conn)
-                    conn.execute("SAVEPOINT pgc_flush", prepare=False)
-                    self.writer.apply(conn, ops)
-                    conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
-                self.begun = True
-                self.wrote = True
-                return
-            except psycopg.Error as exc:
-                if db.connection_lost(exc) and not self.wrote \
-                        and attempt < CONNECT_ATTEMPTS:
-                    self._drop_connection()
-                    db.check_pool(self.dsn)
-                    continue
-                error = db.translate_error(exc, "catalog writes")
-                db.forget_prepared(conn)
-                if not db.connection_lost(exc) and not conn.broken:
-                    try:
-                        with conn.pipeline():
-                            conn.execute("ROLLBACK TO SAVEPOINT pgc_flush",
-                                         prepare=False)
-                            conn.execute("RELEASE SAVEPOINT pgc_flush",
-                                         prepare=False)
-                        # the transaction (begun here if it was not) goes on
-                        self.begun = True
-                    except psycopg.Error:
-                        self._contain(conn, exc, False)
-                else:
+
+        def queue(conn, fresh):
+            conn.execute("SAVEPOINT pgc_flush", prepare=False)
+            self.writer.apply(conn, ops)
+            conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
+
+        def failed(conn, exc, fresh):
+            error = db.translate_error(exc, "catalog writes")
+            db.forget_prepared(conn)
+            if db.connection_lost(exc) or conn.broken:
+                self._contain(conn, exc, False)
+            else:
+                try:
+                    with conn.pipeline():
+                        conn.execute("ROLLBACK TO SAVEPOINT pgc_flush",
+                                     prepare=False)
+                        conn.execute("RELEASE SAVEPOINT pgc_flush",
+                                     prepare=False)
+                    # the transaction (begun here if it was not) goes on
+                    self.begun = True
+                except psycopg.Error:
                     self._contain(conn, exc, False)
-                self.failed = error
-                raise error from None
+            self.failed = error
+            raise error from None
+
+        self._send(queue, failed)
+        self.wrote = True
 
     def set_commit_error(self, cid, path, exc, what=None):
         """Make this transaction's commit fail with ``exc`` (or not, with

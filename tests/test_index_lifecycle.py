@@ -246,6 +246,26 @@ class TestHostileContentValues(unittest.TestCase):
         return sorted(item["@id"].rsplit("/", 1)[-1]
                       for item in response.json()["items"])
 
+    def test_visitor_urls_that_used_to_fail(self):
+        """Anonymous requests that ended in a 500 with PostgreSQL's message
+        (stock: 200)."""
+        import requests
+        url = self.portal.absolute_url()
+        with requests.Session() as anonymous:
+            found = anonymous.get(url + "/@@search", params={
+                "SearchableText": "zope", "b_start:int": "-5"})
+            self.assertEqual(found.status_code, 200)
+            for params in ({"getId": "a\x00b"},
+                           {"SearchableText": "zope", "b_start": "-5",
+                            "b_size": "99999999999999999999"},
+                           {"path.depth": str(2 ** 40), "path.query": "/"}):
+                found = anonymous.get(url + "/++api++/@search",
+                                      params=params,
+                                      headers={"Accept": "application/json"})
+                self.assertEqual(found.status_code, 200, (params,
+                                                          found.text[:300]))
+                self.assertNotIn("psycopg", found.text)
+
     def test_subjects_with_nul_and_lone_surrogates(self):
         self.create(id="nul", title="NUL subject", subjects=["a\x00b", "ok"])
         self.create(id="surrogate", title="Surrogate subject",

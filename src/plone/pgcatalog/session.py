@@ -52,6 +52,7 @@ from zope.interface import implementer
 
 from plone.pgcatalog import config
 from plone.pgcatalog import db
+from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 
 
@@ -265,12 +266,7 @@ class CatalogSession:
         """Leave the session usable after statement failure ``exc``."""
         db.forget_prepared(conn)
         if db.connection_lost(exc) or conn.broken:
-            if self.wrote:
-                self.failed = DatabaseUnavailable(
-                    "PostgreSQL went away with this transaction's catalog "
-                    "writes")
-            self.wrote = False
-            self._drop_connection()
+            self._lose_connection("PostgreSQL went away")
             return
         try:
             if guarded:
@@ -278,23 +274,29 @@ class CatalogSession:
                     conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt",
                                  prepare=False)
                     conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
-            else:
-                # a read-only transaction (or its first statement): start
-                # again at the next statement; writes, if any, are gone
-                conn.execute("ROLLBACK", prepare=False)
-                self.begun = False
-                if self.wrote:
-                    self.failed = db.translate_error(exc, "(rolled back)")
-                    self.wrote = False
+                return
+            # a read-only transaction (or its first statement): start
+            # again at the next statement; writes, if any, are gone
+            conn.execute("ROLLBACK", prepare=False)
+            self.begun = False
+            if self.wrote:
+                self.failed = CatalogStatementError(
+                    "a refused catalog statement rolled back this "
+                    "transaction's catalog writes")
+                self.wrote = False
         except psycopg.Error:
             logger.warning("could not roll back a failed catalog statement; "
                            "dropping the connection", exc_info=True)
-            if self.wrote:
-                self.failed = DatabaseUnavailable(
-                    "the catalog connection broke with this transaction's "
-                    "writes")
-            self.wrote = False
-            self._drop_connection()
+            self._lose_connection("the catalog connection broke")
+
+    def _lose_connection(self, why):
+        """The connection, and the PostgreSQL transaction with it, are
+        gone: this transaction's writes, if any, too (its commit fails)."""
+        if self.wrote:
+            self.failed = DatabaseUnavailable(
+                "%s with this transaction's catalog writes" % why)
+        self.wrote = False
+        self._drop_connection()
 
     # -- writes -------------------------------------------------------------
     def flush(self):

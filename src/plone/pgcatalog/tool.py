@@ -18,7 +18,6 @@ CSRF check sees ZODB writes only and ours go to PostgreSQL
 (``tests/test_web_surface.py`` holds the measured table).
 """
 import functools
-import threading
 import time
 import uuid
 
@@ -84,7 +83,6 @@ from plone.pgcatalog.writer import Upsert
 
 
 _cids = {}
-_cids_lock = threading.Lock()
 #: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
 _text_stats = {}
 TEXT_STATS_TTL = 30.0

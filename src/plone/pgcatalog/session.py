@@ -54,6 +54,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog import db
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
+from plone.pgcatalog.fragment import Fragment
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -193,8 +194,12 @@ class CatalogSession:
 
     # -- statements ---------------------------------------------------------
     def execute(self, query, params=(), prepare=None, binary=False):
-        """Run one statement (after sending this transaction's pending
-        writes) in the session's PostgreSQL transaction; the cursor."""
+        """Run one statement (a :class:`~plone.pgcatalog.fragment.Fragment`,
+        or constant SQL with ``params``), after sending this transaction's
+        pending writes, in the session's PostgreSQL transaction; the
+        cursor."""
+        if isinstance(query, Fragment):
+            query, params = query.text, query.params
         if self.pending:
             self.flush()
         return self._run(query, params, prepare, binary)
@@ -202,6 +207,8 @@ class CatalogSession:
     def execute_write(self, cid, query, params=()):
         """Run one writing statement on catalog ``cid``'s rows (None: no
         catalog's rows, e.g. a new catalog's own)."""
+        if isinstance(query, Fragment):
+            query, params = query.text, query.params
         if self.pending:
             self.flush()
         cursor = self._run(query, params, None, False, write=True)

@@ -404,7 +404,7 @@ class TestPagedResults(unittest.TestCase):
         original = session.execute
 
         def execute(sql, *args, **kw):
-            seen.append(sql)
+            seen.append(getattr(sql, "text", sql))
             return original(sql, *args, **kw)
 
         session.execute = execute

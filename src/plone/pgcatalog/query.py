@@ -7,6 +7,8 @@ Python, it asks each index kind for a SQL fragment and lets PostgreSQL plan
 the whole query.  It only combines fragments; what a query option means is
 the index kind's business (see indexes/base.py).
 """
+import functools
+
 from Acquisition import aq_base
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.PluginIndexes.interfaces import IQueryIndex
@@ -15,7 +17,13 @@ from Products.ZCatalog.query import IndexQuery
 
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.context import QueryContext
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog import schema
 
 
 def merge_query_args(query=None, **kw):
@@ -234,25 +242,22 @@ def unindex_prechecks(iq):
 class Plan:
     """A compiled search: the SQL and what to do with its answer."""
 
-    __slots__ = ("empty", "sql", "params", "limited", "b_start", "b_size",
+    __slots__ = ("empty", "statement", "limited", "b_start", "b_size",
                  "scored", "python_sort", "sort_specs", "reverse",
-                 "score_sql", "score_params", "count_sql", "count_params",
-                 "rid_order", "unlimited_sorted", "iterate_index",
-                 "ties_sql")
+                 "score", "count", "rid_order", "unlimited_sorted",
+                 "iterate_index", "ties")
 
     def __init__(self):
         self.empty = False
-        self.sql = None
-        self.params = None
+        self.statement = None
         self.limited = False
         self.b_start = 0
         self.b_size = None
         self.scored = False
-        self.score_sql = None  # deferred relevance ordering (see results)
-        self.score_params = None
+        # deferred relevance ordering: rids -> statement (see results)
+        self.score = None
         # a page's total (actual_result_count), counted when first asked
-        self.count_sql = None
-        self.count_params = None
+        self.count = None
         self.python_sort = None
         self.sort_specs = None
         self.reverse = None
@@ -263,7 +268,7 @@ class Plan:
         # the statement giving ties in ascending rid order when it would
         self.unlimited_sorted = False
         self.iterate_index = None
-        self.ties_sql = None
+        self.ties = None
 
 
 def compile_search(catalog, cid, query, text_stats=None, text_df=None,
@@ -281,13 +286,8 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None,
         if sort_indexes is not None else None
 
     query = make_query(catalog, query)
-    qc = QueryContext(catalog)
-    qc.cid = cid
-    if text_stats is not None:
-        qc.text_stats = text_stats
-    if text_df is not None:
-        qc.text_df = text_df
-    fragments = []
+    qc = QueryContext(catalog, cid, text_stats, text_df)
+    conditions = [q("e.cid = {}", cid)]
     participated = False
     for name, names in query_names(catalog):
         if not any(n in query for n in names):
@@ -306,7 +306,7 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None,
             # ZCatalog hands such an index (GopipIndex) the raw query
             # (``_apply_index``): it parses no options
             iq = None
-        fragment = index.pgc_where(iq, qc)
+        fragment = where_of(index, iq, qc)
         if fragment is None:
             continue
         participated = True
@@ -315,7 +315,7 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None,
             # come in its default order), the others are not parsed
             plan.empty = True
             return plan
-        fragments.append(fragment)
+        conditions.append(fragment)
     if not participated:
         plan.empty = True
         return plan
@@ -328,36 +328,54 @@ def compile_search(catalog, cid, query, text_stats=None, text_df=None,
     b_size = plan.b_size = window.b_size
     plan.b_start = window.b_start
 
-    where = ["e.cid = %s"] + fragments
-    params_where = [cid] + qc.params
+    where = and_(*conditions)
     if sort_indexes:
         if any(getattr(i, "pgc_python_sort", False) for i in sort_indexes):
-            return _python_sort_plan(plan, sort_indexes, reverse, where,
-                                     params_where)
-        order, order_params, presents = [], [], []
+            return _python_sort_plan(plan, sort_indexes, reverse, conditions,
+                                     qc)
+        order, presents = [], []
         for index, rev in zip(sort_indexes, reverse):
-            sqc = QueryContext(catalog)
-            exprs, present = index.pgc_sort(sqc)
-            if present and present != "TRUE":
+            keys, present = sort_of(index, qc)
+            if present is not None:
                 presents.append(present)
-            direction = " DESC" if rev else ""
-            for expr in _split_exprs(exprs):
-                order.append(expr + direction)
-            order_params.extend(sqc.params)
+            for key in keys:
+                order.append(q("{} DESC", key) if rev else key)
         if b_size is None:
-            _unlimited_sorted_sql(plan, " AND ".join(where), params_where,
-                                  order, order_params, presents,
+            _unlimited_sorted_sql(plan, where, order, presents,
                                   sort_indexes, reverse)
             return plan
         order.append(_tie_break(reverse))
-        _ordered_sql(plan, " AND ".join(where + presents), params_where,
-                     ", ".join(order), order_params)
-    elif qc.rank_exprs:
+        _ordered_sql(plan, and_(*conditions, *presents), join(", ", order))
+    elif qc.ranks:
         plan.scored = True
-        _scored_sql(plan, " AND ".join(where), params_where, qc)
+        _scored_sql(plan, where, qc)
     else:
-        _ordered_sql(plan, " AND ".join(where), params_where, "e.rid", [])
+        _ordered_sql(plan, where, q("e.rid"))
     return plan
+
+
+def where_of(index, iq, qc):
+    """The index's condition as a Fragment (NO_MATCH, None)."""
+    start = len(qc.params)
+    fragment = index.pgc_where(iq, qc)
+    if isinstance(fragment, str):
+        # transition: a kind still writing text with qc.param()
+        fragment = Fragment(fragment, qc.params[start:])
+    return fragment
+
+
+def sort_of(index, qc):
+    """``(keys, present)`` of a sort index, as Fragments (see
+    IIndexKind.pgc_sort)."""
+    keys, present = index.pgc_sort(qc)
+    if isinstance(keys, str):
+        # transition: text (no parameters), a comma-separated list
+        keys = [Fragment(k) for k in _split_exprs(keys)]
+    elif isinstance(keys, Fragment):
+        keys = [keys]
+    if isinstance(present, str):
+        present = None if present == "TRUE" else Fragment(present)
+    return tuple(keys), present
 
 
 def _tie_break(reverse):
@@ -365,16 +383,19 @@ def _tie_break(reverse):
     one sort index sorts (key, rid) pairs, so ties follow the sort
     direction; several sort indexes sort stably on the keys only, so ties
     keep the result set's ascending rid order.  (ZCatalog's rids, like
-    ours, grow in indexing order.)  Not mirrored: the unlimited
-    "iterate the sort index" algorithm ZCatalog picks for big results on
-    a low-cardinality index, where reverse ties stay ascending."""
+    ours, grow in indexing order.)"""
     if len(reverse) == 1 and reverse[0]:
-        return "e.rid DESC"
-    return "e.rid"
+        return RID_DESC
+    return RID
 
 
-def _unlimited_sorted_sql(plan, where_sql, params_where, order,
-                          order_params, presents, sort_indexes, reverse):
+RID = q("e.rid")
+RID_DESC = q("e.rid DESC")
+ENTRIES = q("{} e", ident(schema.ENTRIES))
+
+
+def _unlimited_sorted_sql(plan, where, order, presents, sort_indexes,
+                          reverse):
     """Every match, sorted (no ``b_size`` / ``sort_limit``).
 
     ZCatalog's sortResults then picks its algorithm by the size of the
@@ -384,14 +405,16 @@ def _unlimited_sorted_sql(plan, where_sql, params_where, order,
     keys stay in ascending rid order in *both* directions, and (2)
     ``actual_result_count`` still counts the matches without a sort key.
     The statement counts both (``FILTER``); the tool decides (it knows the
-    index size) and runs ``ties_sql`` for case (1) when it applies."""
-    keyed = " AND ".join(presents) or "TRUE"
-    select = ("SELECT count(*), array_agg(e.rid ORDER BY %s) FILTER "
-              "(WHERE %s), count(*) FILTER (WHERE %s) "
-              "FROM pgcatalog_entries e WHERE %s")
+    index size) and runs ``ties`` for case (1) when it applies."""
+    keyed = and_(*presents)
+
+    def select(tie):
+        return q("SELECT count(*), array_agg(e.rid ORDER BY {}) FILTER "
+                 "(WHERE {}), count(*) FILTER (WHERE {}) FROM {} WHERE {}",
+                 join(", ", order + [tie]), keyed, keyed, ENTRIES, where)
+
     tie = _tie_break(reverse)
-    plan.sql = select % (", ".join(order + [tie]), keyed, keyed, where_sql)
-    plan.params = order_params + params_where
+    plan.statement = select(tie)
     plan.unlimited_sorted = True
     if len(sort_indexes) > 1:
         # several sort indexes: ties keep ascending rid order in both
@@ -399,25 +422,21 @@ def _unlimited_sorted_sql(plan, where_sql, params_where, order,
         # secondary key kept) are not mirrored: the contract applies
         return
     plan.iterate_index = sort_indexes[0]
-    if tie != "e.rid":
-        plan.ties_sql = select % (", ".join(order + ["e.rid"]), keyed, keyed,
-                                  where_sql)
+    if tie is not RID:
+        plan.ties = select(RID)
 
 
-def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
+def _ordered_sql(plan, where, order):
     if plan.b_size is not None:
         # A page: its rids now (a top-N the planner can take from an index);
         # the total (``actual_result_count``) only when someone asks for it
         # (results.PGLazyMap), or known at once when the page is the tail.
         plan.limited = True
-        plan.sql = (
-            "SELECT ARRAY(SELECT e.rid FROM pgcatalog_entries e WHERE %s "
-            "ORDER BY %s LIMIT %%s OFFSET %%s)" % (where_sql, order_sql))
-        plan.params = (params_where + order_params
-                       + [plan.b_size, plan.b_start])
-        plan.count_sql = ("SELECT count(*) FROM pgcatalog_entries e WHERE %s"
-                          % where_sql)
-        plan.count_params = params_where
+        plan.statement = q(
+            "SELECT ARRAY(SELECT e.rid FROM {} WHERE {} ORDER BY {} "
+            "LIMIT {} OFFSET {})", ENTRIES, where, order, plan.b_size,
+            plan.b_start)
+        plan.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where)
     else:
         # (sorted answers without a page: _unlimited_sorted_sql)
         # Every match in rid order (ZCatalog's unsorted order): read in
@@ -425,53 +444,45 @@ def _ordered_sql(plan, where_sql, params_where, order_sql, order_params):
         # rows lie in about rid order, so the sort is a near-linear pass).
         # An ORDER BY here made PostgreSQL walk the primary key and fetch
         # the rows one by one: 205 -> 100 ms for 51,906 of 100,000 entries.
-        plan.sql = ("SELECT count(*), array_agg(e.rid) "
-                    "FROM pgcatalog_entries e WHERE %s" % where_sql)
-        plan.params = params_where
+        plan.statement = q("SELECT count(*), array_agg(e.rid) FROM {} "
+                           "WHERE {}", ENTRIES, where)
         plan.rid_order = "asc"
 
 
-def _scored_sql(plan, where_sql, params_where, qc):
+def _scored_sql(plan, where, qc):
     """Text queries without sort_on: ordered by relevance (rank computed
     once per matching entry); equal scores by descending rid, as ZCatalog's
     ``byValue`` (newest entry first)."""
-    rank = " + ".join("COALESCE(%s, 0)" % r for r in qc.rank_exprs)
-    inner = ("SELECT e.rid, (%s)::float8 AS score FROM pgcatalog_entries e "
-             "WHERE %s" % (rank, where_sql))
-    rank_params = list(qc.rank_params)
+    rank = join(" + ", [q("COALESCE({}, 0)", r) for r in qc.ranks])
     if plan.b_size is not None:
+        inner = q("SELECT e.rid, ({})::float8 AS score FROM {} WHERE {}",
+                  rank, ENTRIES, where)
         plan.limited = True
-        plan.sql = (
-            "SELECT (SELECT count(*) FROM pgcatalog_entries e WHERE %s), "
+        plan.statement = q(
+            "SELECT (SELECT count(*) FROM {} WHERE {}), "
             "array_agg(s.rid ORDER BY s.score DESC, s.rid DESC), "
             "array_agg(s.score ORDER BY s.score DESC, s.rid DESC), "
-            "(SELECT max(x.score) FROM (%s) x) FROM "
-            "(SELECT * FROM (%s) t ORDER BY t.score DESC, t.rid DESC "
-            "LIMIT %%s OFFSET %%s) s" % (where_sql, inner, inner))
-        plan.params = (params_where + rank_params + params_where
-                       + rank_params + params_where
-                       + [plan.b_size, plan.b_start])
+            "(SELECT max(x.score) FROM ({}) x) FROM "
+            "(SELECT * FROM ({}) t ORDER BY t.score DESC, t.rid DESC "
+            "LIMIT {} OFFSET {}) s", ENTRIES, where, inner, inner,
+            plan.b_size, plan.b_start)
     else:
         # No page to cut: match now, score when a brain is first read
         # (``len()`` of a text search never pays for relevance).
-        plan.sql = ("SELECT count(*), array_agg(e.rid) "
-                    "FROM pgcatalog_entries e WHERE %s" % where_sql)
-        plan.params = params_where
+        plan.statement = q("SELECT count(*), array_agg(e.rid) FROM {} "
+                           "WHERE {}", ENTRIES, where)
         plan.rid_order = "desc"
         # scores computed once per row (OFFSET 0 keeps the subquery from
         # being flattened into several evaluations); ordered in Python
         # (the rank expressions only read ``e.rid``: the matched rids are
         # enough, the entries themselves are not read again)
-        plan.score_sql = (
-            "SELECT array_agg(s.rid), array_agg(s.score) FROM (SELECT e.rid, "
-            "(%s)::float8 AS score FROM unnest(%%s::bigint[]) AS e(rid) "
-            "OFFSET 0) s" % rank)
-        plan.score_params = rank_params
+        plan.score = functools.partial(
+            q, "SELECT array_agg(s.rid), array_agg(s.score) FROM (SELECT "
+            "e.rid, ({})::float8 AS score FROM unnest({}::bigint[]) AS "
+            "e(rid) OFFSET 0) s", rank)
 
 
 def _split_exprs(exprs):
-    if isinstance(exprs, (list, tuple)):
-        return list(exprs)
     # a comma-separated list of expressions at top level
     parts, depth, current = [], 0, []
     for ch in exprs:
@@ -488,31 +499,28 @@ def _split_exprs(exprs):
     return parts
 
 
-def _python_sort_plan(plan, sort_indexes, reverse, where, params_where):
+def _python_sort_plan(plan, sort_indexes, reverse, conditions, qc):
     """Sorting needs Python (GopipIndex): fetch rid, path and the SQL sort
     keys of every match as arrays (one row), sort in Python afterwards."""
     plan.python_sort = sort_indexes
     plan.reverse = reverse
     keys = []
-    key_params = []
+    conditions = list(conditions)
     for index in sort_indexes:
         if getattr(index, "pgc_python_sort", False):
             continue
-        sqc = QueryContext(None)
-        exprs, present = index.pgc_sort(sqc)
+        exprs, present = sort_of(index, qc)
         # the rank of the entry's key in the SQL order of *all* the sort
         # expressions (strings sort by their second expression, see
         # common.sort_sql): Python sorts these integers, ties stay ties
-        keys.append("dense_rank() OVER (ORDER BY %s)"
-                    % ", ".join(_split_exprs(exprs)))
-        key_params.extend(sqc.params)
-        if present and present != "TRUE":
-            where.append(present)
-    inner = "SELECT e.rid, e.path%s FROM pgcatalog_entries e WHERE %s" % (
-        "".join(", %s AS k%d" % (k, n) for n, k in enumerate(keys)),
-        " AND ".join(where))
+        keys.append(q("dense_rank() OVER (ORDER BY {})", join(", ", exprs)))
+        if present is not None:
+            conditions.append(present)
+    columns = [q(", {} AS k" + str(n), k) for n, k in enumerate(keys)]
+    inner = q("SELECT e.rid, e.path{} FROM {} WHERE {}", join("", columns),
+              ENTRIES, and_(*conditions))
     # arrays in any (but the same) order: put in rid order in Python
-    plan.sql = "SELECT array_agg(s.rid), array_agg(s.path)%s FROM (%s) s" % (
-        "".join(", array_agg(s.k%d)" % n for n in range(len(keys))), inner)
-    plan.params = key_params + params_where
+    aggs = q("".join(", array_agg(s.k%d)" % n for n in range(len(keys))))
+    plan.statement = q("SELECT array_agg(s.rid), array_agg(s.path){} FROM "
+                       "({}) s", aggs, inner)
     return plan

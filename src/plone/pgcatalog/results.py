@@ -150,19 +150,19 @@ class RelevanceOrder:
 
     Until an item is read (``len()`` needs none), no score is computed."""
 
-    def __init__(self, tool, rids, sql, params):
+    def __init__(self, tool, rids, statement):
         self.tool = tool
         self.rids = rids
-        self.sql = sql
-        self.params = params
+        #: rids -> the scoring statement (a Fragment)
+        self.statement = statement
         self.ordered = None
         self.scores = None
 
     def order(self):
         if self.ordered is None:
             row = self.tool._pgc_session().execute(
-                self.sql, list(self.params) + [list(self.rids)],
-                prepare=False, binary=True).fetchone()
+                self.statement(list(self.rids)), prepare=False,
+                binary=True).fetchone()
             pairs = list(zip(row[1] or [], row[0] or []))
             # relevance descending, equal scores newest rid first (as
             # ZCatalog's byValue)
@@ -198,10 +198,10 @@ class RelevanceBrainFactory(BrainFactory):
         return super().__call__(rid)
 
 
-def make_relevance_results(tool, rids, actual_result_count, sql, params):
+def make_relevance_results(tool, rids, actual_result_count, statement):
     if not rids:
         return LazyCat([]) if not actual_result_count else \
             PGLazyMap(lambda rid: None, [], 0, actual_result_count)
-    order = RelevanceOrder(tool, rids, sql, params)
+    order = RelevanceOrder(tool, rids, statement)
     return PGLazyMap(RelevanceBrainFactory(tool, order), order, len(rids),
                      actual_result_count=actual_result_count)

@@ -440,25 +440,23 @@ class PGCatalogTool(UniqueObject, Folder):
             return empty_result()
         if plan.python_sort:
             return self._pgc_python_sorted(plan)
-        row = self._pgc_session().execute(plan.sql, plan.params,
-                                          prepare=False,
+        row = self._pgc_session().execute(plan.statement, prepare=False,
                                           binary=True).fetchone()
-        if plan.count_sql is not None:
+        if plan.count is not None:
             rids = row[0] or []
             if len(rids) < plan.b_size and (rids or not plan.b_start):
                 # the page is the tail (or nothing matched): total known
                 return make_results(self, rids, plan.b_start + len(rids))
             return make_results(self, rids, None, count=functools.partial(
-                self._pgc_count, plan.count_sql, plan.count_params))
+                self._pgc_count, plan.count))
         if plan.unlimited_sorted:
             return self._pgc_unlimited_sorted(plan, row)
         count = row[0]
         rids = row[1] or []
         if plan.rid_order is not None:
             rids.sort(reverse=plan.rid_order == "desc")
-        if plan.score_sql is not None:
-            return make_relevance_results(self, rids, count, plan.score_sql,
-                                          plan.score_params)
+        if plan.score is not None:
+            return make_relevance_results(self, rids, count, plan.score)
         scores = None
         if plan.scored:
             raw_scores = row[2] or []
@@ -480,13 +478,13 @@ class PGCatalogTool(UniqueObject, Folder):
         rlen, rids, keyed = row[0], row[1] or [], row[2]
         count = keyed
         if plan.iterate_index is not None and rlen and (
-                keyed < rlen or plan.ties_sql is not None):
+                keyed < rlen or plan.ties is not None):
             size = self._pgc_sort_index_size(plan.iterate_index)
             if size is not None and rlen > size * (rlen / 100 + 1):
                 count = rlen
-                if plan.ties_sql is not None and keyed > 1:
+                if plan.ties is not None and keyed > 1:
                     rids = self._pgc_session().execute(
-                        plan.ties_sql, plan.params, prepare=False,
+                        plan.ties, prepare=False,
                         binary=True).fetchone()[1] or []
         return make_results(self, rids, count)
 
@@ -511,9 +509,9 @@ class PGCatalogTool(UniqueObject, Folder):
             ("sort-index-size", index.getId()),
             lambda: self._pgc_query(sql, (self._pgc_cid(),))[0][0])
 
-    def _pgc_count(self, sql, params):
+    def _pgc_count(self, statement):
         """A page's total, counted when ``actual_result_count`` is read."""
-        return self._pgc_session().execute(sql, params,
+        return self._pgc_session().execute(statement,
                                            prepare=False).fetchone()[0]
 
     def _pgc_text_stats(self, name):
@@ -568,8 +566,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Sort matches in Python (GopipIndex positions come from the
         folders), as ZCatalog's sortResults: entries without a key are left
         out; one sort index orders (key, rid) pairs, several sort stably."""
-        row = self._pgc_session().execute(plan.sql, plan.params,
-                                          prepare=False,
+        row = self._pgc_session().execute(plan.statement, prepare=False,
                                           binary=True).fetchone()
         rids = row[0] or []
         paths = row[1] or []

@@ -58,6 +58,7 @@ from ZPublisher import zpublish_wrap
 
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes.access import IndexData
+from plone.pgcatalog.indexes.context import QueryContext  # noqa: F401
 
 
 class _Sentinel:
@@ -84,29 +85,6 @@ def compose(composable):
     """Render a psycopg.sql composable to text once (no connection needed:
     only identifiers, literals of registry names and SQL text go in)."""
     return composable.as_string(None)
-
-
-class QueryContext:
-    """Collects the parameters of one compiled statement."""
-
-    def __init__(self, catalog=None, cid=None):
-        self.params = []
-        self.catalog = catalog
-        #: the catalog's id, for fragments that look at the whole catalog
-        self.cid = cid
-        #: relevance expressions added by text indexes (summed for ordering)
-        self.rank_exprs = []
-        self.rank_params = []
-
-    def param(self, value):
-        self.params.append(value)
-        return "%s"
-
-    def add_rank(self, expr, params):
-        """Add a relevance expression (SQL with its own ``%s`` and params,
-        kept apart from the WHERE parameters)."""
-        self.rank_exprs.append(expr)
-        self.rank_params.extend(params)
 
 
 #: Data methods of the stock index classes: they read or write the stock

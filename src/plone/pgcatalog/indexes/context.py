@@ -1,0 +1,37 @@
+"""What an index kind is told while it turns a query into SQL."""
+from plone.pgcatalog.fragment import Fragment
+
+
+class QueryContext:
+    """The compiler's context for one search: the catalog configuration,
+    the catalog's id (for conditions that look at the whole catalog), the
+    relevance expressions text indexes add (summed to order by relevance)
+    and the text statistics the tool caches:
+    ``text_stats(index_id) -> (documents, total words)`` and
+    ``text_df(index_id, tsquery) -> documents`` (Okapi BM25)."""
+
+    def __init__(self, catalog=None, cid=None, text_stats=None,
+                 text_df=None):
+        self.catalog = catalog
+        self.cid = cid
+        self.text_stats = text_stats
+        self.text_df = text_df
+        #: relevance Fragments over the entry ``e`` (summed for ordering)
+        self.ranks = []
+        # transition: kinds not yet composing Fragments collect their
+        # parameters here (see query._as_fragment)
+        self.params = []
+
+    def param(self, value):
+        self.params.append(value)
+        return "%s"
+
+    @property
+    def rank_exprs(self):  # transition (tests of not-yet-converted kinds)
+        return [r.text for r in self.ranks]
+
+    def add_rank(self, expr, params=()):
+        """Add a relevance expression (a Fragment)."""
+        if not isinstance(expr, Fragment):
+            expr = Fragment(expr, params)
+        self.ranks.append(expr)

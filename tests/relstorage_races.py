@@ -479,13 +479,13 @@ def in_doubt(db, dsn, checks):
 def vanished(db, dsn, checks):
     from plone.pgcatalog.errors import CatalogMissing
     from plone.pgcatalog.zopeapp import Request
-    from plone.pgcatalog import tool as tool_module
+    from plone.pgcatalog import store as store_module
     with psycopg.connect(dsn, autocommit=True) as conn:
         saved = conn.execute("SELECT key FROM pgcatalog_catalogs").fetchall()
         conn.execute("DELETE FROM pgcatalog_catalogs")
     for fresh in (False, True):
         if fresh:
-            tool_module._cids.clear()      # as a new process would start
+            store_module._cids.clear()      # as a new process would start
         try:
             with Request(db, SITE, ADMIN, commit=True) as r:
                 r.site.invokeFactory("Document", "after-loss", title="x")

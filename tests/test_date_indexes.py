@@ -28,6 +28,7 @@ from Products.ZCatalog.query import IndexQuery
 
 import Products.CMFPlone.patches  # noqa: F401  (dateIndexPatch, as in Plone)
 from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import QueryContext
@@ -35,6 +36,7 @@ from plone.pgcatalog.indexes.date import PGDateIndex
 from plone.pgcatalog.indexes.daterange import PGDateRangeIndex
 from plone.pgcatalog.indexes.daterecurring import PGDateRecurringIndex
 from plone.pgcatalog.pgserver import drop_database
+from plone.pgcatalog.store import CatalogStore
 from plone.pgcatalog.pgserver import fresh_database
 
 
@@ -178,12 +180,32 @@ class FakeCatalog(Implicit):
         self.paths = paths
 
 
+class ConnSession:
+    """A catalog session over one autocommit connection (no ZODB
+    transaction): what a store needs to run statements."""
+
+    has_writes = False
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.dsn = "stub"
+        self.cache = {}
+
+    def execute(self, query, params=(), prepare=None, binary=False):
+        if isinstance(query, Fragment):
+            query, params = query.text, query.params
+        return self.conn.execute(query, params, prepare=prepare,
+                                 binary=binary)
+
+
 class StubTool:
     """The bits of the catalog tool the index data API uses."""
 
     def __init__(self, conn, cid):
         self.conn = conn
         self.cid = cid
+        self.store = CatalogStore(ConnSession(conn), "t")
+        self.store._cid = cid
 
     def _pgc_query(self, sql, params):
         return self.conn.execute(sql, params).fetchall()
@@ -191,11 +213,8 @@ class StubTool:
     def _pgc_cid(self):
         return self.cid
 
-    def _pgc_index_value(self, index, rid):
-        row = self.conn.execute(
-            "SELECT idx -> %s FROM pgcatalog_entries WHERE rid = %s",
-            (index.getId(), rid)).fetchone()
-        return row[0] if row else None
+    def _pgc_store(self):
+        return self.store
 
 
 def make_indexes(cls_date, cls_range, cls_recurring):

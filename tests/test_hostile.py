@@ -34,7 +34,7 @@ from plone.app.testing import TEST_USER_NAME
 from Products.ZCatalog.plan import PriorityMap
 
 from plone.pgcatalog.errors import DatabaseUnavailable
-from plone.pgcatalog.tool import secured  # the deliberate difference
+from plone.pgcatalog.toolapi.searching import secured  # the deliberate difference
 
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -95,7 +95,7 @@ def get_pool(dsn=None):
                 pool.close()
                 raise DatabaseUnavailable(
                     "plone.pgcatalog cannot connect to PostgreSQL (%s): %s"
-                    % (_safe_dsn(dsn), exc)) from exc
+                    % (safe_dsn(dsn), exc)) from exc
             _pools[dsn] = pool
     return pool
 
@@ -111,7 +111,7 @@ def close_pools():
         _colocated.clear()
 
 
-def _safe_dsn(dsn):
+def safe_dsn(dsn):
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except Exception:
@@ -470,13 +470,12 @@ def resolve_in_doubt(dsn, older_than=None, decision=None):
 _forget_callbacks = []
 
 
+def on_forget_catalogs(callback):
+    """Call ``callback()`` when a catalog's rows turned out to be gone
+    (per-process caches of catalog ids must forget them)."""
+    _forget_callbacks.append(callback)
+
+
 def forget_catalogs():
     for callback in _forget_callbacks:
         callback()
-
-
-def current_session(dsn=None, txn_manager=None, jar=None):
-    """The catalog session of the current transaction
-    (:func:`plone.pgcatalog.session.current_session`)."""
-    from plone.pgcatalog.session import current_session as current
-    return current(dsn, txn_manager, jar)

@@ -15,27 +15,11 @@ from ZTUtils.Lazy import _marker
 FIRST_WINDOW = 32
 MAX_WINDOW = 1024
 
-# meta as JSON text: parsed only for the brains actually made (a window is
-# fetched ahead of the page being read)
-_META_SQL = (
-    "SELECT e.rid, e.path, m.meta::text FROM pgcatalog_entries e "
-    "LEFT JOIN pgcatalog_meta m ON m.rid = e.rid WHERE e.rid = ANY(%s)")
-
-
 def load_metadata(tool, rids):
     """``{rid: (path, meta JSON text or None)}`` for ``rids`` (one
-    statement); also fills the transaction's rid -> path cache."""
-    rows = tool._pgc_session().execute(_META_SQL, (list(rids),),
-                                       binary=True).fetchall()
-    paths = tool._pgc_path_cache()
-    known = tool._pgc_known_paths()
-    found = {}
-    for rid, path, meta in rows:
-        paths[rid] = path
-        if meta is not None:
-            known.add(path)
-        found[rid] = (path, meta)
-    return found
+    statement; meta as JSON text: parsed only for the brains actually
+    made, a window is fetched ahead of the page being read)."""
+    return tool._pgc_store().metadata_window(rids)
 
 
 def make_brain(tool, klass, names, rid, meta, score=1, norm=1):
@@ -160,7 +144,7 @@ class RelevanceOrder:
 
     def order(self):
         if self.ordered is None:
-            row = self.tool._pgc_session().execute(
+            row = self.tool._pgc_store().execute(
                 self.statement(list(self.rids)), prepare=False,
                 binary=True).fetchone()
             pairs = list(zip(row[1] or [], row[0] or []))

@@ -52,6 +52,7 @@ from zope.interface import implementer
 
 from plone.pgcatalog import config
 from plone.pgcatalog import db
+from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import Fragment
@@ -92,8 +93,16 @@ class PendingWrites:
     def has_entries(self):
         return bool(self.ops)
 
-    def take_ops(self):
-        ops, self.ops = self.ops, {}
+    def take_ops(self, cid=None):
+        """The buffered operations (of catalog ``cid`` only, if given),
+        removed from the buffer."""
+        if cid is None:
+            ops, self.ops = self.ops, {}
+            return ops
+        ops = {key: value for key, value in self.ops.items()
+               if key[0] == cid}
+        for key in ops:
+            del self.ops[key]
         return ops
 
     def take_counter(self):
@@ -314,6 +323,15 @@ class CatalogSession:
         if self.failed is not None:
             # the commit will fail anyway: keep the writes in Python
             return
+        lazy = writer_module.lazy_metadata(self.pending.ops)
+        if lazy:
+            # one statement for the batch: which entries have metadata
+            keys = list(lazy)
+            present = {tuple(r) for r in self._run(
+                writer_module.WITH_METADATA_SQL,
+                ([k[0] for k in keys], [k[1] for k in keys]), True,
+                False).fetchall()}
+            writer_module.resolve_metadata(lazy, present)
         ops = self.pending.take_ops()
         counter = self.pending.take_counter()
         for cid, n in counter.items():
@@ -587,8 +605,7 @@ def current_session(dsn=None, txn_manager=None, jar=None):
     dsn = dsn or config.get_dsn()
     db.ensure_schema(dsn)
     session = CatalogSession(txn, dsn, jar)
-    from plone.pgcatalog.writer import Writer
-    session.writer = Writer()
+    session.writer = writer_module.Writer()
     txn.join(session)
     txn.set_data(_TXN_KEY, session)
     return session

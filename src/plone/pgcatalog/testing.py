@@ -44,10 +44,8 @@ def restore(data):
     of catalog-wide answers take for "unchanged" when they come round again
     (a later test's commit reaching the same stamp would be served this
     test's unique values): those caches are emptied too."""
-    from plone.pgcatalog import tool
-    for cache in (tool._stamped, tool._text_stats, tool._text_df,
-                  tool._cids):
-        cache.clear()
+    from plone.pgcatalog import store
+    store.forget_caches()
     with db.get_pool().connection() as conn:
         with conn.transaction():
             conn.execute("TRUNCATE %s CASCADE" % ", ".join(_TABLES))

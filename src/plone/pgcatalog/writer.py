@@ -25,27 +25,38 @@ class Upsert:
     document, so a partial reindex never blanks other indexes.
     ``meta``: encoded metadata (str) or None to keep the stored metadata.
     ``text_set``: text index name -> tsvector text; ``text_remove``: names
-    whose rows go away.
+    whose rows go away.  ``meta_from``: with ``meta`` None, a callable
+    giving the encoded metadata should the entry have none when the batch
+    is written (ZCatalog computes metadata on a partial reindex for new
+    entries only: :func:`resolve_metadata` asks once per batch).
     """
     __slots__ = ("full", "idx_set", "idx_remove", "meta", "text_set",
-                 "text_remove")
+                 "text_remove", "meta_from")
     kind = "upsert"
 
     def __init__(self, full, idx_set, idx_remove, meta, text_set,
-                 text_remove):
+                 text_remove, meta_from=None):
         self.full = full
         self.idx_set = idx_set
         self.idx_remove = idx_remove
         self.meta = meta
         self.text_set = text_set
         self.text_remove = text_remove
+        self.meta_from = meta_from if meta is None else None
+
+    def _meta_after(self, later):
+        if later.meta is not None:
+            return later.meta, None
+        if self.meta is not None:
+            return self.meta, None
+        return None, later.meta_from or self.meta_from
 
     def merged_with(self, later):
         """This upsert followed by ``later`` (same entry)."""
+        meta, meta_from = self._meta_after(later)
         if later.full:
-            meta = later.meta if later.meta is not None else self.meta
             return Upsert(True, dict(later.idx_set), [], meta,
-                          dict(later.text_set), [])
+                          dict(later.text_set), [], meta_from)
         idx_set = dict(self.idx_set)
         idx_remove = [k for k in self.idx_remove if k not in later.idx_set]
         for key in later.idx_remove:
@@ -61,9 +72,8 @@ class Upsert:
             if not self.full and key not in text_remove:
                 text_remove.append(key)
         text_set.update(later.text_set)
-        meta = later.meta if later.meta is not None else self.meta
         return Upsert(self.full, idx_set, idx_remove, meta, text_set,
-                      text_remove)
+                      text_remove, meta_from)
 
 
 def fold(ops):
@@ -79,6 +89,44 @@ def fold(ops):
         else:
             upsert = upsert.merged_with(op)
     return delete_first, upsert
+
+
+def lazy_metadata(ops):
+    """``{(cid, path): upsert}`` of the entries whose metadata is to be
+    computed only if they have none (see Upsert.meta_from)."""
+    lazy = {}
+    for key, entry_ops in ops.items():
+        if any(op is not DELETE and op.meta_from is not None
+               for op in entry_ops):
+            lazy[key] = entry_ops
+    return lazy
+
+
+#: which of the (cid, path) pairs have metadata
+WITH_METADATA_SQL = """
+    SELECT e.cid, e.path FROM pgcatalog_entries e
+    JOIN pgcatalog_meta m ON m.rid = e.rid
+    JOIN unnest(%s::bigint[], %s::text[]) AS k(cid, path)
+      ON e.cid = k.cid AND e.path = k.path"""
+
+
+def resolve_metadata(lazy, present):
+    """Give the lazily recorded entries of ``lazy`` their metadata unless
+    ``present`` (the ``(cid, path)`` pairs that have some) says they have
+    it and no delete in the batch removes it."""
+    for key, entry_ops in lazy.items():
+        delete_first, upsert = fold(entry_ops)
+        if upsert is None or upsert.meta is not None:
+            continue
+        if key in present and not delete_first:
+            continue
+        meta = upsert.meta_from()
+        # the entry's last upsert carries it (fold keeps the latest meta)
+        for op in reversed(entry_ops):
+            if op is not DELETE:
+                op.meta = meta
+                op.meta_from = None
+                break
 
 
 def split_path(path):

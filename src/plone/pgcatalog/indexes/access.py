@@ -22,10 +22,33 @@ from ComputedAttribute import ComputedAttribute
 from Products.ZCatalog.query import IndexQuery
 from ZPublisher import zpublish
 
+from plone.pgcatalog import codec
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import TRUE
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.context import QueryContext
+from plone.pgcatalog.store import key_sql
+from plone.pgcatalog.store import rid_key
+
 
 def _tool(index):
+    # base imports this module (IndexData is PGIndex's base): imported here
     from plone.pgcatalog.indexes.base import find_tool
     return find_tool(index)
+
+
+def _store(index):
+    return _tool(index)._pgc_store()
+
+
+def _eq(index, values):
+    """Fragment: the entry ``e`` has one of ``values`` in ``index``."""
+    try:
+        return index.pgc_eq_sql(values)
+    except TypeError:  # transition: a kind still writing text
+        qc = QueryContext()
+        return Fragment(index.pgc_eq_sql(values, qc), qc.params)
 
 
 class IndexMapping:
@@ -36,21 +59,13 @@ class IndexMapping:
 
     def _rids_for(self, value):
         index = self.index
-        tool = _tool(index)
-        from plone.pgcatalog.indexes.base import QueryContext
+        # base and common import this module: imported here (cycle)
         from plone.pgcatalog.indexes.common import jsonb
-        qc = QueryContext()
         if index.pgc_multi:
-            cond = "%s @> %s::jsonb" % (index.pgc_key_sql(),
-                                        qc.param(jsonb([value])))
+            condition = q("{} @> {}::jsonb", key_sql(index), jsonb([value]))
         else:
-            cond = index.pgc_eq_sql([value], qc)
-        # the catalog id as a literal: a prepared statement's generic plan
-        # can then use the catalog's own (partial) index
-        rows = tool._pgc_query(
-            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %d AND %s "
-            "ORDER BY e.rid" % (int(tool._pgc_cid()), cond), qc.params)
-        return [r[0] for r in rows]
+            condition = _eq(index, [value])
+        return _store(index).index_rids(condition)
 
     def get(self, key, default=None):
         try:
@@ -124,10 +139,10 @@ class IndexData:
         """Drop this index's values from the catalog (the objects stay
         catalogued; a reindex fills the index again, as in ZCatalog)."""
         try:
-            tool = _tool(self)
-        except Exception:
+            store = _store(self)
+        except CatalogError:
             return  # not attached yet (construction): nothing stored
-        tool._pgc_clear_index(self)
+        store.clear_index(self)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
@@ -146,28 +161,14 @@ class IndexData:
         catalog is unchanged: vocabularies ask for them on every form)."""
         if self.pgc_storage != "idx":
             return []
-        stamped = getattr(_tool(self), "_pgc_stamped", None)
-        if stamped is None:     # a minimal tool (index kinds' own tests)
-            return self._pgc_compute_unique_values()
-        return stamped(
+        store = _store(self)
+        return store.stamped(
             ("unique", self.getId(), self.meta_type,
              tuple(getattr(self, "getIndexSourceNames", tuple)())),
-            self._pgc_compute_unique_values)
+            lambda: self._pgc_compute_unique_values(store))
 
-    def _pgc_compute_unique_values(self):
-        tool = _tool(self)
-        key = self._pgc_key_literal
-        if self.pgc_multi:
-            sql = ("SELECT v, count(*) FROM pgcatalog_entries e, "
-                   "jsonb_array_elements(CASE WHEN jsonb_typeof(e.idx -> %s)"
-                   " = 'array' THEN e.idx -> %s END) AS v "
-                   "WHERE e.cid = %%s GROUP BY v" % (key, key))
-        else:
-            sql = ("SELECT e.idx -> %s AS v, count(*) FROM pgcatalog_entries e"
-                   " WHERE e.cid = %%s AND e.idx ? %s GROUP BY 1" % (key, key))
-        rows = tool._pgc_query(sql, (tool._pgc_cid(),))
-        from plone.pgcatalog import codec
-        values = [(codec.decode(v), n) for v, n in rows]
+    def _pgc_compute_unique_values(self, store):
+        values = [(codec.decode(v), n) for v, n in store.value_counts(self)]
         try:
             values.sort(key=lambda item: item[0])
         except TypeError:
@@ -187,19 +188,7 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def numObjects(self):
-        tool = _tool(self)
-        if self.pgc_storage == "text":
-            return tool._pgc_query(
-                "SELECT count(*) FROM pgcatalog_text t JOIN pgcatalog_entries"
-                " e ON e.rid = t.rid WHERE e.cid = %s AND t.name = %s",
-                (tool._pgc_cid(), self.getId()))[0][0]
-        if self.pgc_storage == "path":
-            return len(tool)
-        if self.pgc_storage != "idx":
-            return 0
-        return tool._pgc_query(
-            "SELECT count(*) FROM pgcatalog_entries e WHERE e.cid = %%s AND "
-            "e.idx ? %s" % self._pgc_key_literal, (tool._pgc_cid(),))[0][0]
+        return _store(self).index_count(self)
 
     @zpublish(False)
     @security.protected(search_zcatalog)
@@ -214,8 +203,8 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def getEntryForObject(self, documentId, default=None):
-        tool = _tool(self)
-        value = tool._pgc_index_value(self, documentId)
+        rid = rid_key(documentId)
+        value = None if rid is None else _store(self).index_value(self, rid)
         if value is None:
             return default
         return self.pgc_decode(value)
@@ -233,8 +222,17 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def query_index(self, record, resultset=None):
-        tool = _tool(self)
-        return IISet(tool._pgc_index_rids(self, record))
+        # base imports this module: imported here (cycle)
+        from plone.pgcatalog.indexes.base import NO_MATCH
+        qc = QueryContext(_tool(self)._catalog)
+        condition = self.pgc_where(record, qc)
+        if isinstance(condition, str):  # transition: a kind writing text
+            condition = Fragment(condition, qc.params)
+        if condition is NO_MATCH:
+            return IISet()
+        if condition is None:
+            condition = TRUE
+        return IISet(_store(self).index_rids(condition))
 
     def _apply_index(self, request, resultset=None):
         iq = IndexQuery(request, self.getId(),

@@ -1,0 +1,151 @@
+"""The query compiler: a ZCatalog query dict -> a search plan.
+
+It follows ``Products.ZCatalog.Catalog.Catalog.searchResults/search`` step
+by step (sort index resolution, make_query, one IndexQuery per index in
+ZCatalog's order, the batch contract) but, instead of intersecting sets in
+Python, it asks each index kind for its condition (a Fragment) and lets
+PostgreSQL plan the whole query.  It only chooses a plan (``plans.py``) and
+composes the fragments; what a query option means is the index kind's
+business (``indexes/interfaces.py``).
+"""
+from Products.PluginIndexes.interfaces import IQueryIndex
+from Products.ZCatalog.query import IndexQuery
+
+from plone.pgcatalog import plans
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.context import QueryContext
+from plone.pgcatalog.query import batch_window
+from plone.pgcatalog.query import make_query
+from plone.pgcatalog.query import parses_like_unindex
+from plone.pgcatalog.query import query_names
+from plone.pgcatalog.query import reverse_for
+from plone.pgcatalog.query import sort_indexes_for
+from plone.pgcatalog.query import unindex_prechecks
+
+
+def compile_search(catalog, query, store, window=None):
+    """The plan answering a merged query dict (after the tool's security
+    additions) on the catalog of ``store``."""
+    sort_indexes = sort_indexes_for(catalog, query)
+    # an empty sort_on list still reads sort_order (ZCatalog does)
+    reverse = reverse_for(query, sort_indexes) \
+        if sort_indexes is not None else None
+
+    query = make_query(catalog, query)
+    qc = QueryContext(
+        catalog, store.cid,
+        text_stats=lambda name: store.text_stats(catalog.getIndex(name)),
+        text_df=lambda name, tsquery: store.text_df(catalog.getIndex(name),
+                                                    tsquery))
+    conditions = conditions_for(catalog, query, qc)
+    if conditions is None:
+        return plans.Empty()
+
+    if window is None:
+        window = batch_window(query)
+    if not window.in_sql:
+        raise ValueError("batch arguments outside what LIMIT/OFFSET take: "
+                         "the search slices such answers (BatchWindow)")
+    conditions.insert(0, q("e.cid = {}", store.cid))
+    where = and_(*conditions)
+    if sort_indexes:
+        sort_keys = [((), None) if index.pgc_python_sort
+                     else sort_of(index, qc) for index in sort_indexes]
+        if any(index.pgc_python_sort for index in sort_indexes):
+            return plans.PythonSorted(conditions, sort_keys, sort_indexes,
+                                      reverse, window)
+        order, presents = [], []
+        for (keys, present), rev in zip(sort_keys, reverse):
+            if present is not None:
+                presents.append(present)
+            order.extend(q("{} DESC", key) if rev else key for key in keys)
+        if window.b_size is None:
+            return plans.UnlimitedSort(where, order, presents, sort_indexes,
+                                       reverse)
+        order.append(plans.tie_break(reverse))
+        return plans.Page(and_(where, *presents), join(", ", order), window)
+    if qc.ranks:
+        if window.b_size is None:
+            return plans.Relevance(where, qc.ranks)
+        return plans.RelevancePage(where, qc.ranks, window)
+    if window.b_size is None:
+        return plans.EveryMatch(where)
+    return plans.Page(where, plans.RID, window)
+
+
+def conditions_for(catalog, query, qc):
+    """The conditions of the indexes taking part, in ZCatalog's order; None
+    when nothing can match (an index said NO_MATCH: ZCatalog stops there
+    too, the indexes after it are not parsed) or no index takes part."""
+    conditions = []
+    participated = False
+    for name, names in query_names(catalog):
+        if not any(n in query for n in names):
+            continue
+        index = catalog.getIndex(name)
+        if IQueryIndex.providedBy(index):
+            iq = IndexQuery(query, index.getId(),
+                            getattr(index, "query_options", ()),
+                            getattr(index, "operators", ("or", "and")),
+                            getattr(index, "useOperator", "or"))
+            if iq.keys is None:
+                continue
+            if parses_like_unindex(index):
+                unindex_prechecks(iq)
+        else:
+            # ZCatalog hands such an index (GopipIndex) the raw query
+            # (``_apply_index``): it parses no options
+            iq = None
+        condition = where_of(index, iq, qc)
+        if condition is None:
+            continue
+        participated = True
+        if condition is NO_MATCH:
+            return None
+        conditions.append(condition)
+    return conditions if participated else None
+
+
+def where_of(index, iq, qc):
+    """The index's condition as a Fragment (NO_MATCH, None)."""
+    start = len(qc.params)
+    fragment = index.pgc_where(iq, qc)
+    if isinstance(fragment, str):
+        # transition: a kind still writing text with qc.param()
+        fragment = Fragment(fragment, qc.params[start:])
+    return fragment
+
+
+def sort_of(index, qc):
+    """``(keys, present)`` of a sort index, as Fragments (see
+    IIndexKind.pgc_sort)."""
+    keys, present = index.pgc_sort(qc)
+    if isinstance(keys, str):
+        # transition: text (no parameters), a comma-separated list
+        keys = [Fragment(k) for k in _split_exprs(keys)]
+    elif isinstance(keys, Fragment):
+        keys = [keys]
+    if isinstance(present, str):
+        present = None if present == "TRUE" else Fragment(present)
+    return tuple(keys), present
+
+
+def _split_exprs(exprs):
+    # transition: a comma-separated list of expressions at top level
+    parts, depth, current = [], 0, []
+    for ch in exprs:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current).strip())
+    return parts

@@ -1,0 +1,57 @@
+"""A search from the query dict to the result sequence.
+
+The tool hands over a merged query (CMFPlone's security additions made);
+this module applies ZCatalog's batch contract around the compiled plan:
+batch arguments PostgreSQL's LIMIT / OFFSET cannot take (negative, huge, of
+the wrong type) get the whole answer and ZCatalog's own treatment.
+"""
+from plone.pgcatalog.compiler import compile_search
+from plone.pgcatalog.query import BatchWindow
+from plone.pgcatalog.query import batch_window
+from plone.pgcatalog.query import make_query
+from plone.pgcatalog.query import reverse_for
+from plone.pgcatalog.query import sort_indexes_for
+from plone.pgcatalog.query import unbatched
+from plone.pgcatalog.query import unsorted
+from plone.pgcatalog.results import empty_result
+from plone.pgcatalog.results import slice_results
+
+
+def search(tool, store, query):
+    """The result sequence of ``query`` on ``tool``'s catalog."""
+    window = batch_window(query)
+    if not window.in_sql:
+        return _outside_sql_window(tool, store, query, window)
+    return run(tool, store, query, window)
+
+
+def run(tool, store, query, window):
+    plan = compile_search(tool._catalog, query, store, window)
+    return plan.run(tool, store)
+
+
+def _outside_sql_window(tool, store, query, window):
+    """Batch arguments LIMIT / OFFSET cannot take: the whole answer, then
+    ZCatalog's own treatment (its error when something matched; Python's
+    slice)."""
+    catalog = tool._catalog
+    # ZCatalog's first steps raise before the batch arguments are read
+    sort_indexes = sort_indexes_for(catalog, query)
+    if sort_indexes is not None:
+        reverse_for(query, sort_indexes)
+    make_query(catalog, query)
+    results = run(tool, store, unbatched(query), BatchWindow())
+    if window.error is not None:
+        if not len(results):
+            return results
+        if sort_indexes:
+            # ZCatalog's count of matches, documents without a sort key
+            # included
+            rlen = len(run(tool, store, unsorted(unbatched(query)),
+                           BatchWindow()))
+            if window.sorted_bail_out(rlen):
+                return empty_result(rlen)
+        raise window.error
+    if window.b_size is None:
+        return results
+    return slice_results(results, window.b_start, window.b_size)

@@ -1,0 +1,391 @@
+"""The store: every statement on one catalog's rows, for one transaction.
+
+A :class:`CatalogStore` is made per catalog and per
+:class:`~plone.pgcatalog.session.CatalogSession` (one ZODB transaction):
+it knows the catalog's id in PostgreSQL, holds the transaction's small
+caches (rid -> path, paths known to have metadata) and runs every read and
+write on ``pgcatalog_entries``, ``pgcatalog_meta`` and ``pgcatalog_text``
+that is not a search plan's own statement (``plans.py``) or the batched
+writes of catalogued objects (``writer.py``).  The tool, index objects and
+result sequences ask the store; none of them writes SQL.
+
+Per-process caches of catalog-wide answers (``uniqueValues``, a sort
+index's size, text statistics) live here too: they are exact, keyed by the
+catalog's change stamp read in the transaction's own snapshot
+(:meth:`CatalogStore.stamped`).
+"""
+import time
+
+from plone.pgcatalog import db
+from plone.pgcatalog import schema
+from plone.pgcatalog.errors import CatalogMissing
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import q
+
+
+ENTRIES = q("{} e", ident(schema.ENTRIES))
+META = q("{} m", ident(schema.META))
+TEXT = q("{} t", ident(schema.TEXT))
+
+#: (dsn, catalog key) -> cid, once committed
+_cids = {}
+db.on_forget_catalogs(_cids.clear)
+#: (dsn, cid, ...) -> (catalog stamp, value): see CatalogStore.stamped
+_stamped = {}
+STAMPED_MAX = 1000
+#: ZCatalog walks a sort index only when it has fewer distinct values
+#: than rlen / (1 + rlen / 100) < 100: counting up to this is enough
+SORT_INDEX_SIZE_CAP = 100
+#: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
+_text_stats = {}
+TEXT_STATS_MAX = 1000
+TEXT_STATS_TTL = 30.0
+#: (dsn, cid, text index, tsquery) -> (expiry, commit generation, count)
+_text_df = {}
+TEXT_DF_MAX = 20000
+
+
+def rid_key(rid):
+    """``rid`` as a record id PostgreSQL can look up, or None when no
+    record can have it (ZCatalog's IOBTrees find nothing under a key that
+    is no integer, or one out of range)."""
+    if isinstance(rid, int) and -2 ** 63 <= rid < 2 ** 63:
+        return int(rid)
+    return None
+
+
+def key_sql(index, alias="e"):
+    """``(e.idx -> 'name')``: the value of ``index`` in an entry's
+    document, spelled as its expression indexes are."""
+    return q("({}.idx -> {})", ident(alias), literal(index.getId()))
+
+
+def store_for(session, key, created):
+    """The store of catalog ``key`` (the tool's ``_pgc_key``) in
+    ``session``; ``created``: the catalog's rows were made once, so their
+    absence is an error (CatalogMissing), not a new catalog."""
+    store = session.cache.get(("store", key))
+    if store is None:
+        store = session.cache[("store", key)] = CatalogStore(session, key)
+    store.created = created
+    return store
+
+
+class CatalogStore:
+    """Statements on one catalog's rows in one transaction."""
+
+    def __init__(self, session, key):
+        self.session = session
+        self.key = key
+        self.created = False
+        self._cid = None
+        #: rid -> path, as this transaction read them
+        self.paths = {}
+        #: paths this transaction saw with metadata
+        self.known = set()
+
+    # -- plumbing -----------------------------------------------------------
+    def execute(self, fragment, prepare=None, binary=False):
+        """Run a statement (a Fragment) in the transaction; the cursor."""
+        return self.session.execute(fragment, prepare=prepare, binary=binary)
+
+    def rows(self, fragment):
+        return self.execute(fragment).fetchall()
+
+    def value(self, fragment):
+        """The first column of the first row (None without a row)."""
+        row = self.execute(fragment).fetchone()
+        return None if row is None else row[0]
+
+    def write(self, fragment):
+        """Run a statement writing this catalog's rows."""
+        return self.session.execute_write(self.cid, fragment)
+
+    @property
+    def cid(self):
+        """This catalog's id (its ``pgcatalog_catalogs`` row, made on first
+        use, in the transaction that first uses it).  A catalog whose row
+        vanished after it was made (the database replaced, the row deleted)
+        raises CatalogMissing instead of silently starting empty."""
+        if self._cid is None:
+            self._cid = self._catalog_id()
+        return self._cid
+
+    def _catalog_id(self):
+        key = (self.session.dsn, self.key)
+        cid = _cids.get(key)
+        if cid is not None:
+            return cid
+        cid = self.value(q("SELECT cid FROM {} WHERE key = {}",
+                           ident(schema.CATALOGS), self.key))
+        if cid is not None:
+            _cids[key] = cid
+            return cid
+        if self.created:
+            raise CatalogMissing(
+                "The PostgreSQL rows of this catalog (key %s) are gone.  "
+                "Restore the database from a backup, or make a new empty "
+                "catalog (portal_catalog.pgc_recreate_catalog()) and "
+                "rebuild it." % self.key)
+        # made in this transaction (seen by it, by others once it commits)
+        cid = self.session.execute_write(None, q(
+            "INSERT INTO {} (key) VALUES ({}) RETURNING cid",
+            ident(schema.CATALOGS), self.key)).fetchone()[0]
+        self.session.on_commit(lambda: _cids.__setitem__(key, cid))
+        return cid
+
+    def state(self):
+        """``(change counter, change stamp)`` as this transaction sees
+        them (its own pending changes not counted)."""
+        return tuple(self.execute(q(
+            "SELECT c.counter + coalesce(sum(l.delta), 0), c.stamp + "
+            "count(l.id) FROM {} c LEFT JOIN {} l ON l.cid = c.cid WHERE "
+            "c.cid = {} GROUP BY c.counter, c.stamp", ident(schema.CATALOGS),
+            ident(schema.COMMITS), self.cid)).fetchone())
+
+    def stamped(self, key, compute):
+        """``compute()``, cached per process while this catalog's change
+        stamp stays the same (exact: every transaction writing to the
+        catalog bumps it when it commits).  A transaction with its own
+        catalog writes computes afresh."""
+        if self.session.has_writes:
+            return compute()
+        stamp = self.state()[1]
+        key = (self.session.dsn, self.cid) + tuple(key)
+        found = _stamped.get(key)
+        if found is not None and found[0] == stamp:
+            return found[1]
+        # computed in the transaction's snapshot, the stamp's
+        value = compute()
+        if len(_stamped) >= STAMPED_MAX:
+            _stamped.clear()
+        _stamped[key] = (stamp, value)
+        return value
+
+    def server_facts(self):
+        """``(schema version, server version)``."""
+        return self.execute(q(
+            "SELECT (SELECT max(version) FROM {}), "
+            "current_setting('server_version')",
+            ident("pgcatalog_schema"))).fetchone()
+
+    # -- records ------------------------------------------------------------
+    def count(self):
+        return self.value(q("SELECT count(*) FROM {} WHERE e.cid = {}",
+                            ENTRIES, self.cid))
+
+    def all_paths(self):
+        """``[(rid, path)]`` of every entry, in rid order."""
+        return [tuple(r) for r in self.rows(q(
+            "SELECT e.rid, e.path FROM {} WHERE e.cid = {} ORDER BY e.rid",
+            ENTRIES, self.cid))]
+
+    def all_rids(self):
+        return [rid for rid, _ in self.all_paths()]
+
+    def path_of(self, rid):
+        """The path of record ``rid`` (an int key), or None."""
+        path = self.paths.get(rid)
+        if path is None:
+            path = self.value(q(
+                "SELECT e.path FROM {} WHERE e.rid = {} AND e.cid = {}",
+                ENTRIES, rid, self.cid))
+            if path is not None:
+                self.paths[rid] = path
+        return path
+
+    def rid_of(self, path):
+        return self.value(q(
+            "SELECT e.rid FROM {} WHERE e.cid = {} AND e.path = {}",
+            ENTRIES, self.cid, path))
+
+    def metadata(self, rid):
+        """The metadata JSON of record ``rid``; None without a record."""
+        row = self.execute(q(
+            "SELECT m.meta FROM {} JOIN {} ON e.rid = m.rid "
+            "WHERE e.rid = {} AND e.cid = {}", META, ENTRIES, rid,
+            self.cid)).fetchone()
+        return None if row is None else (row[0] or {})
+
+    def metadata_window(self, rids):
+        """``{rid: (path, meta JSON text or None)}`` for ``rids`` (one
+        statement); fills the rid -> path and known-metadata caches."""
+        rows = self.execute(q(
+            "SELECT e.rid, e.path, m.meta::text FROM {} LEFT JOIN {} "
+            "ON m.rid = e.rid WHERE e.rid = ANY({})", ENTRIES, META,
+            list(rids)), binary=True).fetchall()
+        found = {}
+        for rid, path, meta in rows:
+            self.paths[rid] = path
+            if meta is not None:
+                self.known.add(path)
+            found[rid] = (path, meta)
+        return found
+
+    def with_metadata(self, paths):
+        """Which of ``paths`` have metadata, as this transaction sees them
+        (one statement for any number of paths)."""
+        wanted = [p for p in paths if p not in self.known]
+        if wanted:
+            self.known.update(r[0] for r in self.rows(q(
+                "SELECT e.path FROM {} JOIN {} ON m.rid = e.rid "
+                "WHERE e.cid = {} AND e.path = ANY({})", ENTRIES, META,
+                self.cid, wanted)))
+        return {p for p in paths if p in self.known}
+
+    def set_metadata(self, rid, meta_json):
+        self.write(q(
+            "UPDATE {} SET meta = {}::json FROM {} WHERE m.rid = e.rid AND "
+            "e.rid = {} AND e.cid = {}", META, meta_json, ENTRIES, rid,
+            self.cid))
+
+    def clear(self):
+        """Delete every entry of the catalog (rows of the other tables go
+        with them: foreign keys ``ON DELETE CASCADE``)."""
+        self.write(q("DELETE FROM {} WHERE e.cid = {}", ENTRIES, self.cid))
+        self.paths.clear()
+        self.known.clear()
+
+    # -- one index's values -------------------------------------------------
+    def index_value(self, index, rid):
+        """The stored value of ``index`` for record ``rid`` (raw: JSON,
+        tsvector text or path), or None."""
+        storage = index.pgc_storage
+        if storage == "idx":
+            return self.value(q(
+                "SELECT {} FROM {} WHERE e.rid = {} AND e.cid = {}",
+                key_sql(index), ENTRIES, rid, self.cid))
+        if storage == "text":
+            return self.value(q(
+                "SELECT t.tsv::text FROM {} JOIN {} ON e.rid = t.rid "
+                "WHERE t.rid = {} AND e.cid = {} AND t.name = {}", TEXT,
+                ENTRIES, rid, self.cid, index.getId()))
+        if storage == "path":
+            return self.path_of(rid)
+        return None
+
+    def index_rids(self, condition):
+        """Rids (ascending) of the entries meeting ``condition`` (a
+        Fragment over ``e``)."""
+        # the catalog id as a literal: a prepared statement's generic plan
+        # can then use the catalog's own (partial) indexes
+        return [r[0] for r in self.rows(q(
+            "SELECT e.rid FROM {} WHERE e.cid = {} AND {} ORDER BY e.rid",
+            ENTRIES, literal(int(self.cid)), condition))]
+
+    def index_count(self, index):
+        """Entries with a value in ``index``."""
+        if index.pgc_storage == "text":
+            return self.value(q(
+                "SELECT count(*) FROM {} JOIN {} ON e.rid = t.rid WHERE "
+                "e.cid = {} AND t.name = {}", TEXT, ENTRIES, self.cid,
+                index.getId()))
+        if index.pgc_storage == "path":
+            return self.count()
+        if index.pgc_storage != "idx":
+            return 0
+        return self.value(q(
+            "SELECT count(*) FROM {} WHERE e.cid = {} AND e.idx ? {}",
+            ENTRIES, self.cid, index.getId()))
+
+    def value_counts(self, index):
+        """``[(raw value, documents)]`` of ``index`` (keyword arrays
+        counted per element)."""
+        key = key_sql(index)
+        if index.pgc_multi:
+            return self.rows(q(
+                "SELECT v, count(*) FROM {}, jsonb_array_elements(CASE WHEN "
+                "jsonb_typeof({}) = 'array' THEN {} END) AS v WHERE e.cid = "
+                "{} GROUP BY v", ENTRIES, key, key, self.cid))
+        return self.rows(q(
+            "SELECT {} AS v, count(*) FROM {} WHERE e.cid = {} AND e.idx ? {}"
+            " GROUP BY 1", key, ENTRIES, self.cid, index.getId()))
+
+    def distinct_values(self, index, cap=SORT_INDEX_SIZE_CAP):
+        """Distinct values of ``index``, counted up to ``cap``."""
+        key = key_sql(index)
+        return self.value(q(
+            "SELECT count(*) FROM (SELECT DISTINCT {} FROM {} WHERE e.cid = "
+            "{} AND ({}) IS NOT NULL LIMIT {}) d", key, ENTRIES, self.cid,
+            key, literal(int(cap))))
+
+    def clear_index(self, index):
+        """Drop ``index``'s values from every entry of the catalog."""
+        if index.pgc_storage == "idx":
+            self.write(q(
+                "UPDATE {} SET idx = idx - {} WHERE cid = {} AND idx ? {}",
+                ident(schema.ENTRIES), index.getId(), self.cid,
+                index.getId()))
+        elif index.pgc_storage == "text":
+            self.write(q(
+                "DELETE FROM {} USING {} WHERE e.rid = t.rid AND e.cid = {} "
+                "AND t.name = {}", TEXT, ENTRIES, self.cid, index.getId()))
+
+    # -- text statistics ----------------------------------------------------
+    def text_stats(self, index):
+        """``(documents, total words)`` of text index ``index`` (Okapi's
+        collection statistics), exact in a transaction with its own catalog
+        writes, else cached per process until this process commits catalog
+        writes or TEXT_STATS_TTL seconds pass (another process's writes:
+        the scores then use statistics up to that old, as documented)."""
+        key = (self.session.dsn, self.cid, index.getId())
+        return self._text_cached(_text_stats, key, TEXT_STATS_MAX,
+                                 lambda: self._text_stats(index))
+
+    def text_df(self, index, tsquery):
+        """Documents of text index ``index`` matching ``tsquery`` (capped
+        as the index kind says): a word's document frequency for the Okapi
+        score, cached as the collection statistics are."""
+        key = (self.session.dsn, self.cid, index.getId(), tsquery)
+        return self._text_cached(_text_df, key, TEXT_DF_MAX, lambda: int(
+            self.value(_df(index, self.cid, tsquery))))
+
+    def _text_cached(self, cache, key, size, compute):
+        if self.session.has_writes:
+            return compute()
+        found = cache.get(key)
+        if found is not None and found[0] > time.monotonic() \
+                and found[1] == db.commit_generation():
+            return found[2]
+        value = compute()
+        if len(cache) >= size:
+            cache.clear()
+        cache[key] = (time.monotonic() + TEXT_STATS_TTL,
+                      db.commit_generation(), value)
+        return value
+
+    def _text_stats(self, index):
+        row = self.execute(q(
+            "SELECT count(*), coalesce(sum({}), 0) FROM {} JOIN {} ON "
+            "e.rid = t.rid WHERE e.cid = {} AND t.name = {}",
+            _doclen(index), TEXT, ENTRIES, self.cid,
+            index.getId())).fetchone()
+        return int(row[0]), int(row[1])
+
+    def unique_words(self, index):
+        return self.value(q(
+            "SELECT count(*) FROM ({}) w", index.pgc_unique_words_sql(
+                self.cid)))
+
+
+def _doclen(index):
+    try:
+        return index.pgc_doclen_sql(q("t.tsv"))
+    except TypeError:  # transition: text kind writing text
+        return Fragment(index.pgc_doclen_sql("t.tsv"))
+
+
+def _df(index, cid, tsquery):
+    try:
+        return index.pgc_df_sql(cid, tsquery)
+    except TypeError:  # transition: text kind writing text
+        return Fragment(index.pgc_df_sql(), (cid, tsquery))
+
+
+def forget_caches():
+    """Empty the per-process caches (catalog ids, stamped answers, text
+    statistics): for tests that rewind the database under a process."""
+    for cache in (_cids, _stamped, _text_stats, _text_df):
+        cache.clear()

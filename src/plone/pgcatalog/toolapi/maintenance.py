@@ -1,0 +1,128 @@
+"""Rebuilding and clearing: ZMI actions and their Python API."""
+from AccessControl import ClassSecurityInfo
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_entries
+from AccessControl.Permissions import search_zcatalog
+from OFS.Folder import Folder
+from plone.protect import CheckAuthenticator
+from plone.protect import PostOnly
+from plone.protect import protect
+from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
+from zExceptions import BadRequest
+from ZPublisher import zpublish
+
+from plone.pgcatalog import logger
+
+
+class MaintenanceAPI:
+    """manage_catalogClear, clearFindAndRebuild, refreshCatalog,
+    reindexIndex and the ZMI actions around them."""
+
+    security = ClassSecurityInfo()
+
+    # ZMI actions that write to PostgreSQL: plone.protect's automatic check
+    # sees ZODB writes only, so these check its authenticator themselves
+    # when published (POST only); Python callers (no REQUEST) are unchanged.
+    @zpublish(methods="POST")
+    @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
+    def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """Remove every entry of this catalog (in the current transaction:
+        other readers keep seeing the old entries until it commits)."""
+        store = self._pgc_store()
+        # this catalog's pending writes go (another catalog's stay)
+        store.session.pending.take_ops(store.cid)
+        store.clear()
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def clearFindAndRebuild(self):
+        """Empty the catalog, then index every contentish object (and
+        plone.app.discussion comments), in one transaction."""
+        return PloneCatalogTool.clearFindAndRebuild(self)
+
+    @zpublish(methods="POST")
+    @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None):
+        """Clear and rebuild the catalog."""
+        self.clearFindAndRebuild()
+        if RESPONSE is not None:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    # stock publishes refreshCatalog to Managers (its writes are ZODB
+    # writes plone.protect sees); here it is Python API only
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def refreshCatalog(self, clear=0, pghandler=None):
+        """Reindex every catalogued object (clearing first if ``clear``)."""
+        paths = [path for _, path in self._pgc_store().all_paths()]
+        if clear:
+            self.manage_catalogClear()
+        root = self.getPhysicalRoot()
+        for path in paths:
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is None:
+                logger.error("refreshCatalog: could not resolve %s", path)
+                if not clear:
+                    self.uncatalog_object(path)
+                continue
+            self.catalog_object(obj, path, pghandler=pghandler)
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def reindexIndex(self, name, REQUEST=None, pghandler=None):
+        """Recompute index(es) ``name`` for every catalogued object (and
+        create the PostgreSQL indexes they want, should some be missing:
+        an upgraded plone.pgcatalog may want others)."""
+        names = [name] if isinstance(name, str) else list(name)
+        for index_id in names:
+            self._pgc_create_ddl(self._catalog.getIndex(index_id))
+        root = self.getPhysicalRoot()
+        for _, path in self._pgc_store().all_paths():
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is None:
+                continue
+            self.catalog_object(obj, path, idxs=names, update_metadata=0)
+
+    @zpublish(methods="POST")
+    @security.protected(manage_zcatalog_entries)
+    @protect(CheckAuthenticator, PostOnly)
+    def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None,
+                            URL1=None):
+        """Reindex the selected indexes (the status page's form)."""
+        if not ids:
+            raise BadRequest("No items specified")
+        self.reindexIndex(ids, REQUEST)
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(URL1 + "/manage_main")
+
+    @zpublish(False)
+    @security.private
+    def maintain_zodb_cache(self):
+        """Nothing to do: the catalog holds no ZODB objects."""
+
+    # stock publishes these two to Managers (its Query Plan and Query
+    # Report tabs); this tool has neither
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def getCatalogPlan(self):
+        return ""
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def getCatalogReport(self):
+        return []
+
+    # RoleManager.valid_roles is published by its docstring; stock
+    # ZCatalog replaces it with an unpublished "Search ZCatalog" method
+    @zpublish(False)
+    @security.protected(search_zcatalog)
+    def valid_roles(self):
+        return Folder.valid_roles(self)
+
+
+
+
+
+InitializeClass(MaintenanceAPI)

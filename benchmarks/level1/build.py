@@ -6,10 +6,12 @@ import json
 import resource
 import time
 
+import shared
+from shared import log
+from shared import write_json
+
 from .catalogdef import configure_catalog
-from .child import start_zope_on
-from .common import (PLAN_VERSION, SITE_ID, log, run_benchmarks_module,
-                     source_state, write_json)
+from .common import PLAN_VERSION, SITE_ID, source_state
 from .plan import Plan, make_stub_class
 
 
@@ -38,13 +40,13 @@ def _db_sizes(dsn):
 def run_build(args):
     import transaction
     backend = args.name
-    with_pg = backend == "pgcatalog"
     t0 = time.perf_counter()
     plan = Plan(args.scale, args.seed)
     log(backend, "plan of %d entries in %.1fs (%d folders, levels %s)"
          % (plan.n, time.perf_counter() - t0, plan.n_folders,
             plan.level_sizes))
-    db, startup = start_zope_on(args, args.build_cache_size, with_pg)
+    db, startup = shared.start_backend(
+        backend, args.dsn, args.build_cache_size, args.env, "pgcatalog-l1-")
     log(backend, "Zope started in %.1fs" % startup)
     Stub = make_stub_class()
 
@@ -160,7 +162,7 @@ def run_build(args):
         "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0,
         "sizes": sizes,
-        "versions": run_benchmarks_module()._versions(),
+        "versions": shared.versions(),
         "source": source_state(),
     }
     import psycopg

@@ -3,7 +3,7 @@ the build cost, and queries/s against threads for the concurrency run."""
 import math
 import os
 
-from .common import BACKENDS
+from shared import BACKENDS
 
 
 def _size_label(n):

@@ -1,8 +1,12 @@
 """The command line of level1 (wired into ``run_benchmarks.py``): ``level1``,
 ``concurrency``, ``level1-report`` and the hidden child subcommands
 ``_level1_build`` and ``_level1_query``."""
+import argparse
+
 from .build import run_build
-from .common import BACKENDS, SEED, parse_list
+from shared import BACKENDS
+
+from .common import SEED, parse_list
 from .measure import MIN_ITERATIONS, run_query_process
 from .parent import run_merge, run_parent
 
@@ -80,7 +84,7 @@ def add_parsers(sub):
     p.add_argument("--chart", default="level1.png")
     p.set_defaults(func=run_merge)
 
-    p = sub.add_parser("_level1_build", help=argparse_suppress())
+    p = sub.add_parser("_level1_build", help=argparse.SUPPRESS)
     p.add_argument("--name", required=True, choices=BACKENDS)
     p.add_argument("--dsn", required=True)
     p.add_argument("--scale", type=int, required=True)
@@ -92,7 +96,7 @@ def add_parsers(sub):
     p.add_argument("--env", action="append")
     p.set_defaults(func=run_build)
 
-    p = sub.add_parser("_level1_query", help=argparse_suppress())
+    p = sub.add_parser("_level1_query", help=argparse.SUPPRESS)
     p.add_argument("--name", required=True, choices=BACKENDS)
     p.add_argument("--dsn", required=True)
     p.add_argument("--scale", type=int, required=True)
@@ -111,8 +115,3 @@ def add_parsers(sub):
     p.add_argument("--result-file", required=True)
     p.add_argument("--env", action="append")
     p.set_defaults(func=run_query_process)
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS

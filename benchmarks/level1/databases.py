@@ -3,7 +3,9 @@ one database per backend and scale, and the build a kept database holds
 (``--reuse-databases``)."""
 import os
 
-from .common import PLAN_VERSION, log, source_state
+from shared import log
+
+from .common import PLAN_VERSION, source_state
 
 
 def private_server(directory, max_locks):

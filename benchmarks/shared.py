@@ -6,16 +6,19 @@ and the small scripts next to this file.
   of a child process (``run_benchmarks.py <hidden subcommand>``), the
   machine and PostgreSQL server it ran on, the run record written by
   ``--output``;
+* a scratch database for the small scripts;
 * the child side: Zope started on RelStorage on a given database;
 * measuring: timing statistics (median, nearest-rank p95), rendering the
   first brains of a result, the installed versions;
 * reporting: number formatting and the load-average line.
 
-Only the standard library, psycopg and ``plone.pgcatalog.zopeapp`` (which
-imports Zope when it starts it, not before) are imported here, so a parent
+Only the standard library, psycopg, ``plone.pgcatalog.pgserver`` and
+``plone.pgcatalog.zopeapp`` (which imports Zope when it starts it, not
+before) are imported here, so a parent
 process stays light.
 """
 import atexit
+import contextlib
 import json
 import logging
 import math
@@ -33,6 +36,7 @@ from importlib.metadata import version
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from plone.pgcatalog import pgserver
 from plone.pgcatalog.zopeapp import open_relstorage
 from plone.pgcatalog.zopeapp import start_zope
 
@@ -77,6 +81,15 @@ def write_json(path, data):
 def child_command(subcommand, *options):
     """``run_benchmarks.py <subcommand> <options>`` in this interpreter."""
     return [sys.executable, RUN_BENCHMARKS, subcommand] + list(options)
+
+
+def add_child_options(parser):
+    """The options of every child subcommand: which backend, its database,
+    where to write the JSON result, and ``--env KEY=VALUE`` items."""
+    parser.add_argument("--name", required=True, choices=BACKENDS)
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--result-file", required=True)
+    parser.add_argument("--env", action="append")
 
 
 def child_environment(backend, dsn):
@@ -156,6 +169,17 @@ def run_record(benchmark, started, env_info, args, **rest):
         "environment": env_info,
         "arguments": {k: v for k, v in vars(args).items() if k != "func"},
     }, **rest)
+
+
+@contextlib.contextmanager
+def scratch_database(name):
+    """A fresh database on the benchmark server (``PGCATALOG_DSN``'s or the
+    embedded one), dropped afterwards; yields its DSN."""
+    dsn = pgserver.fresh_database(name)
+    try:
+        yield dsn
+    finally:
+        pgserver.drop_database(dsn)
 
 
 # ---------------------------------------------------------------------------

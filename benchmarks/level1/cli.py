@@ -4,7 +4,7 @@
 import argparse
 
 from .build import run_build
-from shared import BACKENDS
+from shared import add_child_options
 
 from .common import SEED, parse_list
 from .measure import MIN_ITERATIONS, run_query_process
@@ -85,20 +85,16 @@ def add_parsers(sub):
     p.set_defaults(func=run_merge)
 
     p = sub.add_parser("_level1_build", help=argparse.SUPPRESS)
-    p.add_argument("--name", required=True, choices=BACKENDS)
-    p.add_argument("--dsn", required=True)
+    add_child_options(p)
     p.add_argument("--scale", type=int, required=True)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--commit-every", type=int, default=1000)
     p.add_argument("--build-cache-size", type=int, default=50000)
     p.add_argument("--max-modified-objects", type=int, default=3000)
-    p.add_argument("--result-file", required=True)
-    p.add_argument("--env", action="append")
     p.set_defaults(func=run_build)
 
     p = sub.add_parser("_level1_query", help=argparse.SUPPRESS)
-    p.add_argument("--name", required=True, choices=BACKENDS)
-    p.add_argument("--dsn", required=True)
+    add_child_options(p)
     p.add_argument("--scale", type=int, required=True)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--cache-size", type=int, default=5000)
@@ -112,6 +108,4 @@ def add_parsers(sub):
     p.add_argument("--skip-queries", action="store_true")
     p.add_argument("--skip-concurrency", action="store_true")
     p.add_argument("--only")
-    p.add_argument("--result-file", required=True)
-    p.add_argument("--env", action="append")
     p.set_defaults(func=run_query_process)

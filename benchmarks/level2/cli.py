@@ -2,7 +2,7 @@
 and the hidden child subcommand ``_backend``."""
 import argparse
 
-from shared import BACKENDS
+from shared import add_child_options
 
 from .parent import run_parent
 
@@ -42,10 +42,7 @@ def add_parsers(sub):
 
     p = sub.add_parser("_backend", help=argparse.SUPPRESS)
     _common(p)
-    p.add_argument("--name", required=True, choices=BACKENDS)
-    p.add_argument("--dsn", required=True)
-    p.add_argument("--result-file", required=True)
+    add_child_options(p)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--profile-file")
-    p.add_argument("--env", action="append")
     p.set_defaults(func=run_backend)

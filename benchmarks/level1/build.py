@@ -6,6 +6,10 @@ import json
 import resource
 import time
 
+import psycopg
+import transaction
+from OFS.Folder import Folder
+
 import shared
 from shared import log
 from shared import write_json
@@ -16,7 +20,6 @@ from .plan import Plan, make_stub_class
 
 
 def _db_sizes(dsn):
-    import psycopg
     out = {}
     with psycopg.connect(dsn, autocommit=True) as pg:
         out["database_bytes"] = pg.execute(
@@ -38,7 +41,6 @@ def _db_sizes(dsn):
 
 
 def run_build(args):
-    import transaction
     backend = args.name
     t0 = time.perf_counter()
     plan = Plan(args.scale, args.seed)
@@ -50,12 +52,12 @@ def run_build(args):
     log(backend, "Zope started in %.1fs" % startup)
     Stub = make_stub_class()
 
-    from OFS.Folder import Folder
     conn = db.open()
     app = conn.root()["Application"]
     app._setObject(SITE_ID, Folder(SITE_ID))
     site = app[SITE_ID]
     if backend == "zcatalog":
+        # Each backend imports only its own catalog class.
         from Products.CMFPlone.CatalogTool import CatalogTool
         tool = CatalogTool()
     else:
@@ -129,7 +131,6 @@ def run_build(args):
         raise SystemExit("%s: catalog holds %d entries, expected %d"
                          % (backend, count, plan.n))
 
-    import psycopg
     t0 = time.perf_counter()
     with psycopg.connect(args.dsn, autocommit=True) as pg:
         pg.execute("VACUUM (ANALYZE)")
@@ -165,7 +166,6 @@ def run_build(args):
         "versions": shared.versions(),
         "source": source_state(),
     }
-    import psycopg
     with psycopg.connect(args.dsn, autocommit=True) as pg:
         pg.execute("CREATE TABLE IF NOT EXISTS level1_build_info "
                    "(info jsonb NOT NULL)")

@@ -3,12 +3,24 @@
 ``_level1_build`` and ``_level1_query``."""
 import argparse
 
-from .build import run_build
 from shared import add_child_options
 
-from .common import SEED, parse_list
-from .measure import MIN_ITERATIONS, run_query_process
+from .common import MIN_ITERATIONS, SEED, parse_list
 from .parent import run_merge, run_parent
+
+
+# The child modules are imported when their subcommand runs, not at the top:
+# they import Zope, Plone and the catalogs at module level (about a second),
+# which the parent and level1-report must not pay for.
+
+def run_build(args):
+    from . import build
+    return build.run_build(args)
+
+
+def run_query_process(args):
+    from . import measure
+    return measure.run_query_process(args)
 
 
 def _parent_options(p, concurrency_only):

@@ -8,16 +8,17 @@ import threading
 import time
 import traceback
 
+import transaction
+from Testing.makerequest import makerequest
+from zope.globalrequest import setRequest
+
 import shared
 from shared import log
 from shared import write_json
 
-from .common import SITE_ID, source_state
+from .common import MIN_ITERATIONS, SITE_ID, source_state
 from .plan import Plan
 from .queries import make_queries, sort_key_value
-
-
-MIN_ITERATIONS = 5
 
 
 class Request:
@@ -34,9 +35,6 @@ class Request:
         self.db = db
 
     def __enter__(self):
-        import transaction
-        from Testing.makerequest import makerequest
-        from zope.globalrequest import setRequest
         self.conn = self.db.open()
         transaction.begin()
         self.app = makerequest(self.conn.root()["Application"])
@@ -46,8 +44,6 @@ class Request:
         return self
 
     def __exit__(self, *exc):
-        import transaction
-        from zope.globalrequest import setRequest
         try:
             transaction.abort()
         finally:

@@ -17,9 +17,10 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import psycopg
+
+from shared import scratch_database
 
 STATEMENT = (
     "SELECT count(*), array_agg(e.rid) FROM entries e WHERE e.cid = 1 AND "
@@ -54,12 +55,7 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=200)
     args = p.parse_args(argv)
 
-    import psycopg
-    from plone.pgcatalog.pgserver import drop_database
-    from plone.pgcatalog.pgserver import fresh_database
-
-    dsn = fresh_database("idle_latency")
-    try:
+    with scratch_database("idle_latency") as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(
                 "CREATE TABLE entries (rid bigint PRIMARY KEY, cid int, "
@@ -98,8 +94,6 @@ def main(argv=None):
                 print("%-22s %8.3f %8.3f %8.3f %10.3f" % (
                     label, statistics.median(wall), statistics.median(plan),
                     statistics.median(execute), statistics.median(trivial)))
-    finally:
-        drop_database(dsn)
     return 0
 
 

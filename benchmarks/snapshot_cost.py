@@ -2,20 +2,25 @@
 catalog: a one-row aggregate in autocommit, inside BEGIN (pipelined) +
 COMMIT, and with RelStorage's way of sharing its snapshot (psycopg2 exports
 it, psycopg imports it).  ``python benchmarks/snapshot_cost.py`` (embedded
-PostgreSQL unless PGCATALOG_DSN is set); medians and p95 in ms.
+PostgreSQL unless PGCATALOG_DSN is set); medians and p95 (nearest rank) in
+ms.
 """
-import statistics
 import time
 
 import psycopg
 import psycopg2
 from psycopg import sql
 
-from plone.pgcatalog import pgserver
+from shared import scratch_database
+from shared import stats
 
 
 def main(n=300, pause=0.002):
-    dsn = pgserver.fresh_database("snapshot_cost")
+    with scratch_database("snapshot_cost") as dsn:
+        measure(dsn, n, pause)
+
+
+def measure(dsn, n, pause):
     conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0)
     conn.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
     conn.execute("INSERT INTO t SELECT g, 'x' FROM generate_series(1, 500) g")
@@ -28,12 +33,12 @@ def main(n=300, pause=0.002):
         times = []
         for _ in range(n):
             time.sleep(pause)
-            started = time.perf_counter()
+            started = time.perf_counter_ns()
             fn()
-            times.append((time.perf_counter() - started) * 1000)
-        times.sort()
+            times.append(time.perf_counter_ns() - started)
+        ms = stats(times)
         print("%-44s median %.3f  p95 %.3f" % (
-            name, statistics.median(times), times[int(n * 0.95)]))
+            name, ms["median_ms"], ms["p95_ms"]))
 
     def autocommit():
         conn.execute(query, ("x",)).fetchone()
@@ -69,7 +74,8 @@ def main(n=300, pause=0.002):
     kept = export()     # valid while the exporting transaction is open
     run("import alone (one kept snapshot)", lambda: repeatable_read(kept))
     storage.rollback()
-    pgserver.drop_database(dsn)
+    storage.close()
+    conn.close()
 
 
 if __name__ == "__main__":

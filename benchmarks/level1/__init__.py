@@ -32,7 +32,6 @@ The package, one job per module:
 * ``plan``: the deterministic content plan and the stub the catalogs index;
 * ``queries``: the timed queries and the sort keys of their results;
 * ``catalogdef``: Plone's index set and columns on either catalog;
-* ``child``: Zope on RelStorage in a child process;
 * ``build``: the ``_level1_build`` child;
 * ``measure``: the ``_level1_query`` child (timings, parity results,
   concurrency);
@@ -40,7 +39,9 @@ The package, one job per module:
 * ``parent``: the parent process (``level1``, ``concurrency``) and
   ``level1-report``;
 * ``parity``, ``report``, ``charts``: comparing, printing and drawing;
-* ``common``: constants and helpers the others share;
+* ``common``: level1's constants and helpers (what level2 and the other
+  scripts share too is in ``benchmarks/shared.py``: backends, Zope on
+  RelStorage in a child process, timing statistics, the environment);
 * ``cli``: the subcommands, wired into ``run_benchmarks.py`` by
   :func:`add_parsers`.
 """

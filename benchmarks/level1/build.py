@@ -6,15 +6,20 @@ import json
 import resource
 import time
 
+import psycopg
+import transaction
+from OFS.Folder import Folder
+
+import shared
+from shared import log
+from shared import write_json
+
 from .catalogdef import configure_catalog
-from .child import start_zope_on
-from .common import (PLAN_VERSION, SITE_ID, log, run_benchmarks_module,
-                     source_state, write_json)
+from .common import PLAN_VERSION, SITE_ID, source_state
 from .plan import Plan, make_stub_class
 
 
 def _db_sizes(dsn):
-    import psycopg
     out = {}
     with psycopg.connect(dsn, autocommit=True) as pg:
         out["database_bytes"] = pg.execute(
@@ -36,24 +41,23 @@ def _db_sizes(dsn):
 
 
 def run_build(args):
-    import transaction
     backend = args.name
-    with_pg = backend == "pgcatalog"
     t0 = time.perf_counter()
     plan = Plan(args.scale, args.seed)
     log(backend, "plan of %d entries in %.1fs (%d folders, levels %s)"
          % (plan.n, time.perf_counter() - t0, plan.n_folders,
             plan.level_sizes))
-    db, startup = start_zope_on(args, args.build_cache_size, with_pg)
+    db, startup = shared.start_backend(
+        backend, args.dsn, args.build_cache_size, args.env, "pgcatalog-l1-")
     log(backend, "Zope started in %.1fs" % startup)
     Stub = make_stub_class()
 
-    from OFS.Folder import Folder
     conn = db.open()
     app = conn.root()["Application"]
     app._setObject(SITE_ID, Folder(SITE_ID))
     site = app[SITE_ID]
     if backend == "zcatalog":
+        # Each backend imports only its own catalog class.
         from Products.CMFPlone.CatalogTool import CatalogTool
         tool = CatalogTool()
     else:
@@ -127,7 +131,6 @@ def run_build(args):
         raise SystemExit("%s: catalog holds %d entries, expected %d"
                          % (backend, count, plan.n))
 
-    import psycopg
     t0 = time.perf_counter()
     with psycopg.connect(args.dsn, autocommit=True) as pg:
         pg.execute("VACUUM (ANALYZE)")
@@ -160,10 +163,9 @@ def run_build(args):
         "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0,
         "sizes": sizes,
-        "versions": run_benchmarks_module()._versions(),
+        "versions": shared.versions(),
         "source": source_state(),
     }
-    import psycopg
     with psycopg.connect(args.dsn, autocommit=True) as pg:
         pg.execute("CREATE TABLE IF NOT EXISTS level1_build_info "
                    "(info jsonb NOT NULL)")

@@ -3,12 +3,16 @@
 ZCatalog or a PGCatalogTool."""
 import os
 import types
+import xml.etree.ElementTree as ET
+
+import Products.CMFPlone
+from Products.ZCatalog.ZCatalog import ZCatalog
+from Products.ZCTextIndex.PipelineFactory import element_factory
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
 
 
 def plone_catalog_definition():
     """Lexicons, indexes and columns of Plone's catalog.xml."""
-    import xml.etree.ElementTree as ET
-    import Products.CMFPlone
     path = os.path.join(os.path.dirname(Products.CMFPlone.__file__),
                         "profiles", "default", "catalog.xml")
     root = ET.parse(path).getroot()
@@ -45,10 +49,6 @@ def configure_catalog(tool, backend):
     folders at sort time) needs real containers: it is replaced, in both
     catalogs, by a FieldIndex ``getObjPositionInParent`` over the entry's
     stored position."""
-    from Products.ZCatalog.ZCatalog import ZCatalog
-    from Products.ZCTextIndex.PipelineFactory import element_factory
-    from Products.ZCTextIndex.ZCTextIndex import PLexicon
-
     definition = plone_catalog_definition()
     for lex_id, elements in definition["lexicons"]:
         pipeline = [element_factory.instantiate(group, name)

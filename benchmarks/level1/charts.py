@@ -3,7 +3,7 @@ the build cost, and queries/s against threads for the concurrency run."""
 import math
 import os
 
-from .common import BACKENDS
+from shared import BACKENDS
 
 
 def _size_label(n):
@@ -15,6 +15,7 @@ def _size_label(n):
 
 
 def _size_ticks(ax, scales):
+    # optional matplotlib, see write_charts
     from matplotlib.ticker import NullLocator
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticks(scales)
@@ -24,9 +25,13 @@ def _size_ticks(ax, scales):
 
 
 def write_charts(data, target):
+    # matplotlib is imported here, not at the top: it is optional (the
+    # parent reports a missing one and goes on without charts), and the Agg
+    # backend must be chosen before pyplot is imported.
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
     scales = sorted(data)
     qids = []
     for s in scales:
@@ -112,7 +117,6 @@ def write_charts(data, target):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         threads = sorted({int(t) for _s, _b, c in conc for t in c["runs"]})
-        from matplotlib.ticker import NullLocator
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(threads)
         ax.set_xticklabels([str(t) for t in threads])

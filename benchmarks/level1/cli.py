@@ -1,10 +1,26 @@
 """The command line of level1 (wired into ``run_benchmarks.py``): ``level1``,
 ``concurrency``, ``level1-report`` and the hidden child subcommands
 ``_level1_build`` and ``_level1_query``."""
-from .build import run_build
-from .common import BACKENDS, SEED, parse_list
-from .measure import MIN_ITERATIONS, run_query_process
+import argparse
+
+from shared import add_child_options
+
+from .common import MIN_ITERATIONS, SEED, parse_list
 from .parent import run_merge, run_parent
+
+
+# The child modules are imported when their subcommand runs, not at the top:
+# they import Zope, Plone and the catalogs at module level (about a second),
+# which the parent and level1-report must not pay for.
+
+def run_build(args):
+    from . import build
+    return build.run_build(args)
+
+
+def run_query_process(args):
+    from . import measure
+    return measure.run_query_process(args)
 
 
 def _parent_options(p, concurrency_only):
@@ -80,21 +96,17 @@ def add_parsers(sub):
     p.add_argument("--chart", default="level1.png")
     p.set_defaults(func=run_merge)
 
-    p = sub.add_parser("_level1_build", help=argparse_suppress())
-    p.add_argument("--name", required=True, choices=BACKENDS)
-    p.add_argument("--dsn", required=True)
+    p = sub.add_parser("_level1_build", help=argparse.SUPPRESS)
+    add_child_options(p)
     p.add_argument("--scale", type=int, required=True)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--commit-every", type=int, default=1000)
     p.add_argument("--build-cache-size", type=int, default=50000)
     p.add_argument("--max-modified-objects", type=int, default=3000)
-    p.add_argument("--result-file", required=True)
-    p.add_argument("--env", action="append")
     p.set_defaults(func=run_build)
 
-    p = sub.add_parser("_level1_query", help=argparse_suppress())
-    p.add_argument("--name", required=True, choices=BACKENDS)
-    p.add_argument("--dsn", required=True)
+    p = sub.add_parser("_level1_query", help=argparse.SUPPRESS)
+    add_child_options(p)
     p.add_argument("--scale", type=int, required=True)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--cache-size", type=int, default=5000)
@@ -108,11 +120,4 @@ def add_parsers(sub):
     p.add_argument("--skip-queries", action="store_true")
     p.add_argument("--skip-concurrency", action="store_true")
     p.add_argument("--only")
-    p.add_argument("--result-file", required=True)
-    p.add_argument("--env", action="append")
     p.set_defaults(func=run_query_process)
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS

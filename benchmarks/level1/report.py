@@ -1,8 +1,10 @@
 """The text report: per scale a table of query times for both engines, the
 build cost, the concurrency runs, the bar, and the parity verdict."""
-import os
+from shared import BACKENDS
+from shared import RENDER_BRAINS
+from shared import fmt
+from shared import load_line
 
-from .common import BACKENDS, RENDER_BRAINS, run_benchmarks_module
 from .queries import VARIANTS
 
 
@@ -14,8 +16,6 @@ def _q(per, backend, qid, mode="render", stat="median_ms"):
 
 
 def format_report(data, parity, failures, skipped, env_info, args):
-    rb = run_benchmarks_module()
-    fmt = rb._fmt
     lines = []
     lines.append(
         "level1: scales %s | cache-size %d (queries), %d (build) | commit "
@@ -26,12 +26,7 @@ def format_report(data, parity, failures, skipped, env_info, args):
             env_info["cpu_model"], env_info["cpu_count"],
             env_info["postgresql"], env_info["connection"],
             env_info["python"]))
-    lines.append("load average (1/5/15 min) at start %s, at end %s%s" % (
-        "/".join("%.2f" % x for x in env_info["loadavg_start"]),
-        "/".join("%.2f" % x for x in env_info["loadavg_end"]),
-        "  <- busy machine: timings are noisy"
-        if max(env_info["loadavg_start"][0], env_info["loadavg_end"][0])
-        > (os.cpu_count() or 1) * 0.75 else ""))
+    lines.append(load_line(env_info))
     src = env_info.get("source") or {}
     lines.append("plone.pgcatalog source: commit %s%s" % (
         (src.get("commit") or "?")[:12],

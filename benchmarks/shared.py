@@ -1,0 +1,273 @@
+"""What the benchmarks share: level1 (``level1/``), level2 (``level2/``)
+and the small scripts next to this file.
+
+* the backends and the RelStorage settings every backend runs on;
+* the parent side of a run: the command line, environment and result file
+  of a child process (``run_benchmarks.py <hidden subcommand>``), the
+  machine and PostgreSQL server it ran on, the run record written by
+  ``--output``;
+* a scratch database for the small scripts;
+* the child side: Zope started on RelStorage on a given database;
+* measuring: timing statistics (median, nearest-rank p95), rendering the
+  first brains of a result, the installed versions;
+* reporting: number formatting and the load-average line.
+
+Only the standard library, psycopg, ``plone.pgcatalog.pgserver`` and
+``plone.pgcatalog.zopeapp`` (which imports Zope when it starts it, not
+before) are imported here, so a parent
+process stays light.
+"""
+import atexit
+import contextlib
+import json
+import logging
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from plone.pgcatalog import pgserver
+from plone.pgcatalog.zopeapp import open_relstorage
+from plone.pgcatalog.zopeapp import start_zope
+
+
+BACKENDS = ("zcatalog", "pgcatalog")
+RENDER_BRAINS = 20
+
+# RelStorage settings used for every backend (documented in README.md).
+RELSTORAGE_SETTINGS = {
+    "keep_history": False,       # history-free
+    "driver": "psycopg2",        # RelStorage 4.3's CPython PostgreSQL driver
+    "cache_local_mb": 10,        # RelStorage default in-process pickle cache
+    "cache_local_dir": None,     # no persistent cache files: cold at start
+    "cache_servers": (),         # no memcache
+    "shared_blob_dir": False,    # blobs in the database, local blob cache
+    "commit_lock_timeout": 30,
+}
+
+# the benchmarks directory; the repository is its parent
+BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
+RUN_BENCHMARKS = os.path.join(BENCHMARKS, "run_benchmarks.py")
+
+VERSIONS_OF = ("Products.CMFPlone", "Zope", "ZODB", "RelStorage",
+               "Products.ZCatalog", "plone.distribution", "plone.volto",
+               "psycopg", "psycopg2-binary", "plone.pgcatalog")
+
+
+def log(*args):
+    print("[%s]" % time.strftime("%H:%M:%S"), *args, file=sys.stderr,
+          flush=True)
+
+
+def write_json(path, data):
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+
+
+# ---------------------------------------------------------------------------
+# Parent side: child processes, the machine, the run record
+# ---------------------------------------------------------------------------
+
+def child_command(subcommand, *options):
+    """``run_benchmarks.py <subcommand> <options>`` in this interpreter."""
+    return [sys.executable, RUN_BENCHMARKS, subcommand] + list(options)
+
+
+def add_child_options(parser):
+    """The options of every child subcommand: which backend, its database,
+    where to write the JSON result, and ``--env KEY=VALUE`` items."""
+    parser.add_argument("--name", required=True, choices=BACKENDS)
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--result-file", required=True)
+    parser.add_argument("--env", action="append")
+
+
+def child_environment(backend, dsn):
+    """The environment of a child process: ours, with ``PGCATALOG_DSN`` set
+    to the backend's database for pgcatalog and unset otherwise."""
+    env = dict(os.environ)
+    env.pop("PGCATALOG_DSN", None)
+    if backend == "pgcatalog":
+        env["PGCATALOG_DSN"] = dsn
+    return env
+
+
+def pg_env_options(pg_env, backend):
+    """``--pg-env KEY=VALUE`` items as ``--env`` options of a pgcatalog
+    child (none for other backends)."""
+    options = []
+    for item in (pg_env or ()) if backend == "pgcatalog" else ():
+        options += ["--env", item]
+    return options
+
+
+def result_file(prefix):
+    """A new empty temporary file for a child's JSON result."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".json")
+    os.close(fd)
+    return path
+
+
+def run_child(cmd, env, result_path):
+    """Run a child; returns (its JSON result, None) or (None, why)."""
+    proc = subprocess.run(cmd, env=env)
+    if proc.returncode != 0:
+        return None, "exit code %d" % proc.returncode
+    with open(result_path) as f:
+        return json.load(f), None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment(server_dsn):
+    """The machine, Python and the PostgreSQL server at ``server_dsn``."""
+    host = conninfo_to_dict(server_dsn).get("host") or ""
+    kind = ("unix socket" if not host or host.startswith("/")
+            else "tcp (%s)" % host)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        pg_version = conn.execute("SHOW server_version").fetchone()[0]
+        pg_full = conn.execute("SELECT version()").fetchone()[0]
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "postgresql": pg_version,
+        "postgresql_full": pg_full,
+        "connection": kind,
+        "loadavg_start": os.getloadavg(),
+        "pgcatalog_dsn_from_env": bool(os.environ.get("PGCATALOG_DSN")),
+    }
+
+
+def run_record(benchmark, started, env_info, args, **rest):
+    """The head of an ``--output`` file (what ran, when, where, with which
+    arguments), followed by ``rest``."""
+    return dict({
+        "benchmark": benchmark,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "duration_s": time.time() - started,
+        "environment": env_info,
+        "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+    }, **rest)
+
+
+@contextlib.contextmanager
+def scratch_database(name):
+    """A fresh database on the benchmark server (``PGCATALOG_DSN``'s or the
+    embedded one), dropped afterwards; yields its DSN."""
+    dsn = pgserver.fresh_database(name)
+    try:
+        yield dsn
+    finally:
+        pgserver.drop_database(dsn)
+
+
+# ---------------------------------------------------------------------------
+# Child side: Zope on RelStorage
+# ---------------------------------------------------------------------------
+
+def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
+    """In a child process: set ``PGCATALOG_DSN`` (pgcatalog), apply the
+    ``--env KEY=VALUE`` items, open RelStorage on ``dsn`` with the settings
+    above and a ZODB cache of ``cache_size`` objects, and start Zope on it
+    the way ``Zope2.startup_wsgi()`` does for a WSGI instance (see
+    ``plone.pgcatalog.zopeapp``).  plone.autoinclude loads every installed
+    Plone add-on (as in a real instance); for the ZCatalog backend
+    plone.pgcatalog is left out so the stock site carries none of its
+    configuration.  Returns the database and the start-up seconds."""
+    with_pg = name == "pgcatalog"
+    if with_pg:
+        os.environ["PGCATALOG_DSN"] = dsn
+    for item in env_items or ():
+        key, _, value = item.partition("=")
+        os.environ[key] = value
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    workdir = tempfile.mkdtemp(prefix="%s%s-" % (workdir_prefix, name))
+    atexit.register(shutil.rmtree, workdir, True)
+    t0 = time.perf_counter()
+    db = open_relstorage(dsn, cache_size, workdir, **RELSTORAGE_SETTINGS)
+    start_zope(db, workdir, with_pgcatalog=with_pg)
+    return db, time.perf_counter() - t0
+
+
+def versions():
+    out = {}
+    for name in VERSIONS_OF:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Measuring and reporting
+# ---------------------------------------------------------------------------
+
+def stats(samples_ns):
+    """Median, nearest-rank p95, mean, min, max of nanosecond samples, in
+    ms ({} for no samples)."""
+    ms = sorted(s / 1e6 for s in samples_ns)
+    if not ms:
+        return {}
+    p95 = ms[max(0, math.ceil(0.95 * len(ms)) - 1)]   # nearest rank
+    return {
+        "n": len(ms),
+        "median_ms": statistics.median(ms),
+        "p95_ms": p95,
+        "mean_ms": statistics.fmean(ms),
+        "min_ms": ms[0],
+        "max_ms": ms[-1],
+    }
+
+
+def render(results):
+    """What a listing reads of its first ``RENDER_BRAINS`` brains."""
+    for brain in results[:RENDER_BRAINS]:
+        brain.getPath()
+        brain.getURL()
+        brain.Title
+        brain.modified
+        brain.review_state
+
+
+def fmt(value, unit=""):
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return "%.0f%s" % (value, unit)
+    if abs(value) >= 10:
+        return "%.1f%s" % (value, unit)
+    return "%.3g%s" % (value, unit) if abs(value) < 1 else "%.2f%s" % (
+        value, unit)
+
+
+def load_line(env_info):
+    """The load average at the start and end of a run, flagged when the
+    machine was busy."""
+    return "load average (1/5/15 min) at start %s, at end %s%s" % (
+        "/".join("%.2f" % x for x in env_info["loadavg_start"]),
+        "/".join("%.2f" % x for x in env_info["loadavg_end"]),
+        "  <- busy machine: timings are noisy"
+        if max(env_info["loadavg_start"][0], env_info["loadavg_end"][0])
+        > (os.cpu_count() or 1) * 0.75 else "")

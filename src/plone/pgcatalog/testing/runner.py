@@ -152,7 +152,7 @@ def _snapshot():
     dsn = _current_dsn()
     if not dsn or dsn not in _live_databases:
         return None
-    from plone.pgcatalog import testing
+    from plone.pgcatalog.testing import layers as testing
     return dsn, testing.snapshot()
 
 
@@ -162,7 +162,7 @@ def _restore(state):
     dsn, rows = state
     if dsn != _current_dsn() or dsn not in _live_databases:
         return  # its database is gone already: nothing to put back
-    from plone.pgcatalog import testing
+    from plone.pgcatalog.testing import layers as testing
     testing.restore(rows)
 
 
@@ -189,7 +189,7 @@ def _patched_stack(orig):
 
 
 def _database_up(layer):
-    from plone.pgcatalog.testing import PGDatabaseLayer
+    from plone.pgcatalog.testing.layers import PGDatabaseLayer
     database = PGDatabaseLayer()
     database.setUp()
     _live_databases.append(database.dsn)
@@ -338,7 +338,7 @@ def _print_exclusions(out=None):
 def _drop_leftovers():
     # Databases of layers never torn down (interrupted run): drop them.
     from plone.pgcatalog import db
-    from plone.pgcatalog import pgserver
+    from plone.pgcatalog.testing import pgserver
     for dsn in list(_live_databases):
         try:
             db.close_pools()
@@ -350,7 +350,7 @@ def _drop_leftovers():
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     import zope.testrunner
-    script_parts = ["-m", "plone.pgcatalog.testrunner"]
+    script_parts = ["-m", "plone.pgcatalog.testing.runner"]
 
     if len(argv) > 1 and argv[1] == "--resume-layer":
         # A layer zope.testrunner runs in a subprocess (or -j): the arguments
@@ -394,7 +394,7 @@ def main(argv=None):
         print("pgcatalog-testrunner: stock ZCatalog (no patches)")
     else:
         os.environ[MODE_ENV] = "pgcatalog"
-        from plone.pgcatalog import pgserver
+        from plone.pgcatalog.testing import pgserver
         # Resolve the server once: layers run in subprocesses inherit it.
         os.environ[pgserver.ENV_DSN] = pgserver.server_dsn()
         install_patches()

@@ -1,7 +1,7 @@
 """Test layers: a Plone site with plone.pgcatalog installed.
 
 The PostgreSQL server is ``PGCATALOG_DSN`` or a private embedded one
-(:mod:`plone.pgcatalog.pgserver`); the fixture creates a fresh database.
+(:mod:`plone.pgcatalog.testing.pgserver`); the fixture creates a fresh database.
 
 Catalog state is isolated the way ZODB isolates with DemoStorage stacking:
 the catalog rows are snapshotted when a layer (and each functional test)
@@ -19,7 +19,7 @@ from plone.app.testing import PloneSandboxLayer
 from plone.testing import Layer
 
 from plone.pgcatalog import db
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 
 
 _TABLES = ("pgcatalog_catalogs", "pgcatalog_entries", "pgcatalog_meta",

@@ -18,7 +18,9 @@ from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import PloneSandboxLayer
 from plone.testing import Layer
 
+import plone.pgcatalog
 from plone.pgcatalog import db
+from plone.pgcatalog import tool
 from plone.pgcatalog.testing import pgserver
 
 
@@ -44,7 +46,6 @@ def restore(data):
     of catalog-wide answers take for "unchanged" when they come round again
     (a later test's commit reaching the same stamp would be served this
     test's unique values): those caches are emptied too."""
-    from plone.pgcatalog import tool
     for cache in (tool._stamped, tool._text_stats, tool._text_df,
                   tool._cids):
         cache.clear()
@@ -101,7 +102,6 @@ class PGCatalogFixture(CatalogStateLayerMixin, PloneSandboxLayer):
     defaultBases = (PGCATALOG_DATABASE, PLONE_FIXTURE)
 
     def setUpZope(self, app, configurationContext):
-        import plone.pgcatalog
         self.loadZCML(package=plone.pgcatalog)
 
     def setUpPloneSite(self, portal):

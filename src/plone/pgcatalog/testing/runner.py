@@ -39,8 +39,27 @@ The exit status is zope.testrunner's: non-zero when a test failed.
 import atexit
 import importlib
 import os
+import re
 import sys
+import textwrap
 from pathlib import Path
+
+import zope.testrunner
+from Acquisition import aq_base
+from plone.app.testing import applyProfile
+from plone.app.testing.interfaces import PLONE_SITE_ID
+from plone.app.testing.layers import PloneFixture
+from plone.testing import zodb
+from zope.component.hooks import getSite
+from zope.component.hooks import setHooks
+from zope.component.hooks import setSite
+from zope.configuration import xmlconfig
+
+import plone.pgcatalog
+from plone.pgcatalog import db
+from plone.pgcatalog.testing import layers
+from plone.pgcatalog.testing import pgserver
+from plone.pgcatalog.tool import PGCatalogTool
 
 
 MODE_ENV = "PGCATALOG_TESTRUNNER_MODE"
@@ -132,7 +151,6 @@ def id_pattern(test_id):
     zope.testrunner matches ``-t`` against ``str(test)``, which is
     ``"method (package.module.Class.method)"`` (Python >= 3.11) or
     ``"method (package.module.Class)"``."""
-    import re
     module_class, _, method = test_id.rpartition(".")
     return r"^%s \(%s(\.%s)?\)$" % (
         re.escape(method), re.escape(module_class), re.escape(method))
@@ -152,8 +170,7 @@ def _snapshot():
     dsn = _current_dsn()
     if not dsn or dsn not in _live_databases:
         return None
-    from plone.pgcatalog.testing import layers as testing
-    return dsn, testing.snapshot()
+    return dsn, layers.snapshot()
 
 
 def _restore(state):
@@ -162,8 +179,7 @@ def _restore(state):
     dsn, rows = state
     if dsn != _current_dsn() or dsn not in _live_databases:
         return  # its database is gone already: nothing to put back
-    from plone.pgcatalog.testing import layers as testing
-    testing.restore(rows)
+    layers.restore(rows)
 
 
 def _patched_stack(orig):
@@ -189,8 +205,7 @@ def _patched_stack(orig):
 
 
 def _database_up(layer):
-    from plone.pgcatalog.testing.layers import PGDatabaseLayer
-    database = PGDatabaseLayer()
+    database = layers.PGDatabaseLayer()
     database.setUp()
     _live_databases.append(database.dsn)
     layer._pgcatalog_database = database
@@ -211,9 +226,6 @@ def install_patches():
     Idempotent. Called by ``main``; call it yourself (before layers are set
     up) to get the same behaviour under another test runner.
     """
-    from plone.app.testing.layers import PloneFixture
-    from plone.testing import zodb
-
     if PloneFixture.__dict__.get("_pgcatalog_patched"):
         return
     PloneFixture._pgcatalog_patched = True
@@ -243,18 +255,11 @@ def install_patches():
 
     def setUpZCML(self):
         orig_setUpZCML(self)
-        from zope.configuration import xmlconfig
-        import plone.pgcatalog
         xmlconfig.file("configure.zcml", plone.pgcatalog,
                        context=self["configurationContext"])
 
     def setUpDefaultContent(self, app):
         orig_setUpDefaultContent(self, app)
-        from plone.app.testing import applyProfile
-        from plone.app.testing.interfaces import PLONE_SITE_ID
-        from zope.component.hooks import getSite
-        from zope.component.hooks import setHooks
-        from zope.component.hooks import setSite
         portal = app[PLONE_SITE_ID]
         setHooks()
         site = getSite()
@@ -263,8 +268,6 @@ def install_patches():
             applyProfile(portal, PROFILE)
         finally:
             setSite(site)
-        from Acquisition import aq_base
-        from plone.pgcatalog.tool import PGCatalogTool
         if not isinstance(aq_base(portal["portal_catalog"]), PGCatalogTool):
             raise RuntimeError("%s did not install plone.pgcatalog" % PROFILE)
 
@@ -328,7 +331,6 @@ def build_args(args, exclusions=True, extra_excludes=(), stock=False):
 
 
 def _print_exclusions(out=None):
-    import textwrap
     for test_id, kind, reason in EXCLUSIONS:
         print("%s\n  [%s]\n%s" % (test_id, kind, textwrap.fill(
             reason, initial_indent="    ", subsequent_indent="    ")),
@@ -337,8 +339,6 @@ def _print_exclusions(out=None):
 
 def _drop_leftovers():
     # Databases of layers never torn down (interrupted run): drop them.
-    from plone.pgcatalog import db
-    from plone.pgcatalog.testing import pgserver
     for dsn in list(_live_databases):
         try:
             db.close_pools()
@@ -349,7 +349,6 @@ def _drop_leftovers():
 
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
-    import zope.testrunner
     script_parts = ["-m", "plone.pgcatalog.testing.runner"]
 
     if len(argv) > 1 and argv[1] == "--resume-layer":
@@ -394,7 +393,6 @@ def main(argv=None):
         print("pgcatalog-testrunner: stock ZCatalog (no patches)")
     else:
         os.environ[MODE_ENV] = "pgcatalog"
-        from plone.pgcatalog.testing import pgserver
         # Resolve the server once: layers run in subprocesses inherit it.
         os.environ[pgserver.ENV_DSN] = pgserver.server_dsn()
         install_patches()

@@ -6,6 +6,7 @@ extended so that the test site's ``portal_catalog`` is plone.pgcatalog's::
 
     pgcatalog-testrunner --package Products.CMFPlone -t testCatalogTool
     pgcatalog-testrunner --package plone.app.querystring
+    python -m plone.pgcatalog.testing.runner --package plone.app.querystring
     pgcatalog-testrunner --stock --package plone.app.querystring  # baseline
 
 What the patched fixture does, on top of what it always did:
@@ -34,7 +35,8 @@ Options of this runner (everything else goes to zope.testrunner unchanged;
                       test name, "method (package.module.Class.method)")
 ``--list-exclusions`` print ``EXCLUSIONS`` with their reasons and exit
 
-The exit status is zope.testrunner's: non-zero when a test failed.
+The exit status is non-zero when a test failed or errored (zope.testrunner's)
+and also when no test at all was selected (zope.testrunner's would be 0).
 """
 import atexit
 import importlib
@@ -42,9 +44,7 @@ import os
 import re
 import sys
 import textwrap
-from pathlib import Path
 
-import zope.testrunner
 from Acquisition import aq_base
 from plone.app.testing import applyProfile
 from plone.app.testing.interfaces import PLONE_SITE_ID
@@ -54,6 +54,7 @@ from zope.component.hooks import getSite
 from zope.component.hooks import setHooks
 from zope.component.hooks import setSite
 from zope.configuration import xmlconfig
+from zope.testrunner.runner import Runner
 
 import plone.pgcatalog
 from plone.pgcatalog import db
@@ -295,15 +296,30 @@ def _option_values(args, names):
     return values
 
 
-def test_path_for(package):
-    """The directory to give zope.testrunner as ``--test-path`` so that
-    ``package`` (dotted name, importable) is found in it."""
+def package_test_paths(package):
+    """The directories to give zope.testrunner as ``--test-path`` so that
+    ``package`` (dotted name of an importable package) is found in them:
+    the directory each portion of the package is imported from.
+
+    Symlinks are kept, not resolved: zope.testrunner looks for the package's
+    ``__path__`` entries as Python imported them (made absolute, symlinks
+    kept) under the test paths by string prefix, so a test path with its
+    symlinks resolved selects nothing when the package was imported through
+    a symlink (e.g. a virtualenv reached through one)."""
     module = importlib.import_module(package)
-    if getattr(module, "__file__", None):
-        directory = Path(module.__file__).resolve().parent
-    else:  # a namespace package: its first portion
-        directory = Path(list(module.__path__)[0]).resolve()
-    return str(directory.parents[package.count(".")])
+    portions = getattr(module, "__path__", None)
+    if portions is None:
+        raise ValueError(
+            "--package %s is a module, not a package: zope.testrunner looks "
+            "for tests in packages" % package)
+    paths = []
+    for portion in portions:  # several for a namespace package
+        path = os.path.abspath(portion)
+        for _ in range(package.count(".") + 1):
+            path = os.path.dirname(path)
+        if path not in paths:
+            paths.append(path)
+    return paths
 
 
 def build_args(args, exclusions=True, extra_excludes=(), stock=False):
@@ -316,10 +332,10 @@ def build_args(args, exclusions=True, extra_excludes=(), stock=False):
     if not has_path:
         seen = []
         for package in _option_values(args, ("--package", "-s")):
-            path = test_path_for(package)
-            if path not in seen:
-                seen.append(path)
-                out += ["--test-path", path]
+            for path in package_test_paths(package):
+                if path not in seen:
+                    seen.append(path)
+                    out += ["--test-path", path]
     if exclusions:
         for test_id, kind, _reason in EXCLUSIONS:
             if stock and kind != "fails-on-stock":
@@ -347,9 +363,24 @@ def _drop_leftovers():
             pass
 
 
+def _run_zope_testrunner(args):
+    """Run zope.testrunner with ``args``; return the Runner that ran."""
+    test_runner = Runner(args=args, cwd=os.getcwd(),
+                         script_parts=["-m", "plone.pgcatalog.testing.runner"])
+    test_runner.run()
+    return test_runner
+
+
+def _selected(test_runner):
+    """How many tests zope.testrunner selected (to run or to list)."""
+    return sum(suite.countTestCases()
+               for suite in test_runner.tests_by_layer_name.values())
+
+
 def main(argv=None):
+    """Run the tests; return the exit status (non-zero when a test failed
+    or errored, or when no test at all was selected)."""
     argv = list(sys.argv if argv is None else argv)
-    script_parts = ["-m", "plone.pgcatalog.testing.runner"]
 
     if len(argv) > 1 and argv[1] == "--resume-layer":
         # A layer zope.testrunner runs in a subprocess (or -j): the arguments
@@ -357,8 +388,7 @@ def main(argv=None):
         if os.environ.get(MODE_ENV) != "stock":
             install_patches()
             atexit.register(_drop_leftovers)
-        zope.testrunner.run(args=argv, script_parts=script_parts)
-        return
+        return int(_run_zope_testrunner(argv).failed)
 
     args = argv[1:]
     stock = exclusions_off = False
@@ -407,8 +437,23 @@ def main(argv=None):
             for test_id, kind, _reason in skipped:
                 print("  [%s] %s" % (kind, test_id))
     sys.stdout.flush()
-    zope.testrunner.run(args=[argv[0]] + zargs, script_parts=script_parts)
+    test_runner = _run_zope_testrunner([argv[0]] + zargs)
+    if test_runner.failed:
+        return 1
+    if not _selected(test_runner):
+        # zope.testrunner exits 0 then: a run that tested nothing must not
+        # pass for one that tested something (a wrong --package, --test-path
+        # or -t)
+        print("pgcatalog-testrunner: no test selected (package %s, "
+              "test path %s)" % (
+                  ", ".join(_option_values(rest, ("--package", "-s")))
+                  or "(none)",
+                  ", ".join(_option_values(zargs, ("--test-path", "--path")))
+                  or "(none)"),
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

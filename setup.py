@@ -68,7 +68,7 @@ setup(
     entry_points={
         "z3c.autoinclude.plugin": ["target = plone"],
         "console_scripts": [
-            "pgcatalog-testrunner = plone.pgcatalog.testrunner:main",
+            "pgcatalog-testrunner = plone.pgcatalog.testing.runner:main",
         ],
     },
 )

@@ -12,8 +12,8 @@ and the small scripts next to this file.
   first brains of a result, the installed versions;
 * reporting: number formatting and the load-average line.
 
-Only the standard library, psycopg, ``plone.pgcatalog.pgserver`` and
-``plone.pgcatalog.zopeapp`` (which imports Zope when it starts it, not
+Only the standard library, psycopg, ``plone.pgcatalog.testing.pgserver`` and
+``plone.pgcatalog.testing.zopeapp`` (which imports Zope when it starts it, not
 before) are imported here, so a parent
 process stays light.
 """
@@ -36,9 +36,9 @@ from importlib.metadata import version
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from plone.pgcatalog import pgserver
-from plone.pgcatalog.zopeapp import open_relstorage
-from plone.pgcatalog.zopeapp import start_zope
+from plone.pgcatalog.testing import pgserver
+from plone.pgcatalog.testing.zopeapp import open_relstorage
+from plone.pgcatalog.testing.zopeapp import start_zope
 
 
 BACKENDS = ("zcatalog", "pgcatalog")
@@ -191,7 +191,7 @@ def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
     ``--env KEY=VALUE`` items, open RelStorage on ``dsn`` with the settings
     above and a ZODB cache of ``cache_size`` objects, and start Zope on it
     the way ``Zope2.startup_wsgi()`` does for a WSGI instance (see
-    ``plone.pgcatalog.zopeapp``).  plone.autoinclude loads every installed
+    ``plone.pgcatalog.testing.zopeapp``).  plone.autoinclude loads every installed
     Plone add-on (as in a real instance); for the ZCatalog backend
     plone.pgcatalog is left out so the stock site carries none of its
     configuration.  Returns the database and the start-up seconds."""

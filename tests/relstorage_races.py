@@ -73,7 +73,7 @@ def zodb_state(site):
 def agree(db, case):
     """The catalog holds exactly the ZODB's objects, with their titles and
     states, and their security (anonymous sees what is published)."""
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     with Request(db, SITE, ADMIN) as r:
         cat, zodb = catalog_state(r.site), zodb_state(r.site)
         if cat != zodb:
@@ -109,7 +109,7 @@ class Editor(threading.Thread):
     def run(self):
         from ZODB.POSException import ConflictError
         from transaction.interfaces import TransientError
-        from plone.pgcatalog.zopeapp import Request
+        from plone.pgcatalog.testing.zopeapp import Request
         while True:
             self.attempts += 1
             try:
@@ -165,7 +165,7 @@ def wait_first(r, attempt, ready, go):
 
 
 def setup_tree(db, name):
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     with Request(db, SITE, ADMIN, commit=True) as r:
         r.site.invokeFactory("Folder", name, title=name)
         folder = r.site[name]
@@ -282,7 +282,7 @@ def no_conflict_on_different_entries(db, checks):
 def snapshot(db, checks):
     """A request that began before another committed sees its own ZODB
     snapshot's catalog: not the new entry, still the deleted one."""
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     setup_tree(db, "f7")
     ready, go, done = threading.Event(), threading.Event(), {}
 
@@ -354,7 +354,7 @@ def prepared_left(dsn):
 
 
 def two_phase_faults(db, dsn, checks):
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     from plone.pgcatalog import db as pgc_db
 
     if not pgc_db.two_phase(dsn):
@@ -408,7 +408,7 @@ def two_phase_faults(db, dsn, checks):
 
 def connection_faults(db, dsn, checks, figures):
     from plone.pgcatalog.errors import DatabaseUnavailable
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
 
     # A server restart: every pooled backend dies while idle.  The next
     # requests work (dead connections are replaced, nothing fails).
@@ -478,7 +478,7 @@ def in_doubt(db, dsn, checks):
 
 def vanished(db, dsn, checks):
     from plone.pgcatalog.errors import CatalogMissing
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     from plone.pgcatalog import store as store_module
     with psycopg.connect(dsn, autocommit=True) as conn:
         saved = conn.execute("SELECT key FROM pgcatalog_catalogs").fetchall()
@@ -504,7 +504,7 @@ def vanished(db, dsn, checks):
 def editors(db, checks, figures):
     """K editors, random documents of one folder, random actions."""
     from transaction.interfaces import TransientError
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     with Request(db, SITE, ADMIN, commit=True) as r:
         r.site.invokeFactory("Folder", "busy", title="busy")
         for i in range(DOCS):
@@ -575,9 +575,9 @@ def editors(db, checks, figures):
 
 
 def run():
-    from plone.pgcatalog import pgserver
-    from plone.pgcatalog.zopeapp import open_relstorage
-    from plone.pgcatalog.zopeapp import start_zope
+    from plone.pgcatalog.testing import pgserver
+    from plone.pgcatalog.testing.zopeapp import open_relstorage
+    from plone.pgcatalog.testing.zopeapp import start_zope
     from relstorage_scenario import make_site
 
     dsn = pgserver.fresh_database("pgcatalog_races")

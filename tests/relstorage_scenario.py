@@ -45,7 +45,7 @@ def zodb_state(site):
 
 
 def check(db, step, checks):
-    from plone.pgcatalog.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import Request
     with Request(db, SITE, ADMIN) as r:
         cat = {p: v for p, v in catalog_state(r.site).items()
                if p != "/" + SITE}
@@ -89,10 +89,10 @@ def make_site(db):
 
 
 def run():
-    from plone.pgcatalog import pgserver
-    from plone.pgcatalog.zopeapp import open_relstorage
-    from plone.pgcatalog.zopeapp import Request
-    from plone.pgcatalog.zopeapp import start_zope
+    from plone.pgcatalog.testing import pgserver
+    from plone.pgcatalog.testing.zopeapp import open_relstorage
+    from plone.pgcatalog.testing.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import start_zope
 
     dsn = pgserver.fresh_database("pgcatalog_relstorage")
     os.environ["PGCATALOG_DSN"] = dsn

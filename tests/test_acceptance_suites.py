@@ -1,6 +1,6 @@
 """Other packages' unmodified test suites, run on plone.pgcatalog.
 
-``pgcatalog-testrunner`` (plone.pgcatalog.testrunner) runs zope.testrunner
+``pgcatalog-testrunner`` (plone.pgcatalog.testing.runner) runs zope.testrunner
 with plone.app.testing's PloneFixture extended to install plone.pgcatalog;
 here it runs, each in its own process and all at once:
 
@@ -23,7 +23,7 @@ import sys
 import textwrap
 import unittest
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 
 
 TIMEOUT = 1200
@@ -126,7 +126,7 @@ class TestAcceptanceSuites(unittest.TestCase):
         env = dict(os.environ)
         # one PostgreSQL server for all runs (each makes its own databases)
         env[pgserver.ENV_DSN] = pgserver.server_dsn()
-        runner = [sys.executable, "-m", "plone.pgcatalog.testrunner"]
+        runner = [sys.executable, "-m", "plone.pgcatalog.testing.runner"]
         runs = dict(SUITES)
         runs["probe"] = ["--path", cls.tmp.name, "-s", "pgcprobe",
                          "-m", "test_probe"]
@@ -184,7 +184,7 @@ class TestArguments(unittest.TestCase):
     """The runner's own argument handling (no tests run)."""
 
     def test_test_path_added_for_package(self):
-        from plone.pgcatalog import testrunner
+        from plone.pgcatalog.testing import runner as testrunner
         args = testrunner.build_args(["--package", "plone.app.querystring"],
                                      exclusions=False)
         import plone.app.querystring
@@ -194,7 +194,7 @@ class TestArguments(unittest.TestCase):
         self.assertEqual(args[2:], ["--package", "plone.app.querystring"])
 
     def test_given_test_path_kept(self):
-        from plone.pgcatalog import testrunner
+        from plone.pgcatalog.testing import runner as testrunner
         args = testrunner.build_args(
             ["--test-path", "/x", "-s", "Products.CMFPlone"],
             exclusions=False)
@@ -202,7 +202,7 @@ class TestArguments(unittest.TestCase):
                                 "Products.CMFPlone"])
 
     def test_exclusions_match_exactly_one_test(self):
-        from plone.pgcatalog import testrunner
+        from plone.pgcatalog.testing import runner as testrunner
         pattern = re.compile(testrunner.id_pattern(
             "Products.CMFPlone.tests.testCatalogTool.TestCatalogSetup."
             "testDateIsDateIndex"))

@@ -158,7 +158,7 @@ def test_roundtrip_in_memory(value):
 
 @pytest.fixture(scope="module")
 def conn():
-    from plone.pgcatalog.pgserver import server_dsn
+    from plone.pgcatalog.testing.pgserver import server_dsn
     with psycopg.connect(server_dsn(), autocommit=True) as conn:
         psycopg.types.json.set_json_loads(orjson.loads, conn)
         yield conn

@@ -35,9 +35,9 @@ from plone.pgcatalog.indexes.base import QueryContext
 from plone.pgcatalog.indexes.date import PGDateIndex
 from plone.pgcatalog.indexes.daterange import PGDateRangeIndex
 from plone.pgcatalog.indexes.daterecurring import PGDateRecurringIndex
-from plone.pgcatalog.pgserver import drop_database
 from plone.pgcatalog.store import CatalogStore
-from plone.pgcatalog.pgserver import fresh_database
+from plone.pgcatalog.testing.pgserver import drop_database
+from plone.pgcatalog.testing.pgserver import fresh_database
 
 
 N_OBJECTS = 400

@@ -14,7 +14,7 @@ from Acquisition import Implicit
 from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.ZCatalog.query import IndexQuery
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH

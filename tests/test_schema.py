@@ -4,7 +4,7 @@ import re
 import psycopg
 import pytest
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
 
 

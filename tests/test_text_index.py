@@ -24,7 +24,7 @@ from Products.ZCTextIndex.ParseTree import QueryError
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes import text

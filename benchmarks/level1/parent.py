@@ -7,7 +7,7 @@ import os
 import time
 import types
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 
 import shared
 from shared import BACKENDS

@@ -32,7 +32,7 @@ class Request:
     Leaving aborts the transaction and returns the connection to the pool,
     which trims its cache to ``cache-size`` (Connection.close -> incrgc).
 
-    Not ``plone.pgcatalog.zopeapp.Request``: that one fires no publication
+    Not ``plone.pgcatalog.testing.zopeapp.Request``: that one fires no publication
     events."""
 
     def __init__(self, db):

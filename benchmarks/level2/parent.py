@@ -4,7 +4,7 @@ the ``--output`` JSON."""
 import os
 import time
 
-from plone.pgcatalog import pgserver
+from plone.pgcatalog.testing import pgserver
 
 import shared
 

@@ -8,6 +8,30 @@ connection, a request, a logged-in user, the site as local site).
 """
 import os
 
+import AccessControl
+import App.config
+import transaction
+import Zope2
+import Zope2.App.startup
+import ZODB
+from AccessControl.SecurityManagement import newSecurityManager
+from AccessControl.SecurityManagement import noSecurityManager
+from plone.autoinclude import loader
+from Testing.makerequest import makerequest
+from zope.component.hooks import setSite
+from zope.configuration import xmlconfig
+from zope.globalrequest import setRequest
+from Zope2.App import zcml
+from Zope2.App.ClassFactory import ClassFactory
+from Zope2.App.schema import configure_vocabulary_registry
+
+
+try:  # optional (the test and bench extras): only open_relstorage needs it
+    from relstorage.adapters.postgresql import PostgreSQLAdapter
+    from relstorage.options import Options
+    from relstorage.storage import RelStorage
+except ImportError:  # pragma: no cover - depends on install
+    RelStorage = None
 
 SITE_ZCML = """\
 <configure
@@ -48,12 +72,10 @@ class OneDatabase:
 
 def open_relstorage(dsn, cache_size, workdir, **settings):
     """A ZODB.DB on history-free RelStorage (PostgreSQL) at ``dsn``."""
-    import ZODB
-    from relstorage.adapters.postgresql import PostgreSQLAdapter
-    from relstorage.options import Options
-    from relstorage.storage import RelStorage
-    from Zope2.App.ClassFactory import ClassFactory
-
+    if RelStorage is None:  # pragma: no cover - depends on install
+        raise RuntimeError(
+            "RelStorage is not installed (pip install "
+            "'plone.pgcatalog[test]' or 'plone.pgcatalog[bench]').")
     options = dict(RELSTORAGE_SETTINGS)
     options["blob_dir"] = os.path.join(workdir, "blobs")
     options.update(settings)
@@ -66,13 +88,6 @@ def open_relstorage(dsn, cache_size, workdir, **settings):
 
 def start_zope(db, workdir, with_pgcatalog=True):
     """Start Zope on ``db`` (once per process)."""
-    import AccessControl
-    import App.config
-    import Zope2
-    import Zope2.App.startup
-    from zope.configuration import xmlconfig
-    from Zope2.App import zcml
-
     cfg = App.config.DefaultConfiguration()
     cfg.instancehome = cfg.clienthome = workdir
     cfg.debug_mode = False
@@ -81,13 +96,11 @@ def start_zope(db, workdir, with_pgcatalog=True):
     AccessControl.setImplementation("C")
     AccessControl.setDefaultBehaviors(True, True, False)
     if not with_pgcatalog:
-        from plone.autoinclude import loader
         loader._known_module_names["plone.pgcatalog"] = None
 
     def load_zcml():
         zcml._context = xmlconfig.string(SITE_ZCML)
         zcml._initialized = True
-        from Zope2.App.schema import configure_vocabulary_registry
         configure_vocabulary_registry()
 
     Zope2.App.startup.load_zcml = load_zcml
@@ -107,12 +120,6 @@ class Request:
         self.commit = commit
 
     def __enter__(self):
-        import transaction
-        from AccessControl.SecurityManagement import newSecurityManager
-        from Testing.makerequest import makerequest
-        from zope.component.hooks import setSite
-        from zope.globalrequest import setRequest
-
         self.conn = self.db.open()
         transaction.begin()
         self.app = makerequest(self.conn.root()["Application"])
@@ -126,11 +133,6 @@ class Request:
         return self
 
     def __exit__(self, exc_type, *exc):
-        import transaction
-        from AccessControl.SecurityManagement import noSecurityManager
-        from zope.component.hooks import setSite
-        from zope.globalrequest import setRequest
-
         try:
             if self.commit and exc_type is None:
                 transaction.commit()

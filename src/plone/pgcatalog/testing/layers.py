@@ -1,7 +1,7 @@
 """Test layers: a Plone site with plone.pgcatalog installed.
 
 The PostgreSQL server is ``PGCATALOG_DSN`` or a private embedded one
-(:mod:`plone.pgcatalog.pgserver`); the fixture creates a fresh database.
+(:mod:`plone.pgcatalog.testing.pgserver`); the fixture creates a fresh database.
 
 Catalog state is isolated the way ZODB isolates with DemoStorage stacking:
 the catalog rows are snapshotted when a layer (and each functional test)
@@ -18,8 +18,10 @@ from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import PloneSandboxLayer
 from plone.testing import Layer
 
+import plone.pgcatalog
 from plone.pgcatalog import db
-from plone.pgcatalog import pgserver
+from plone.pgcatalog import store
+from plone.pgcatalog.testing import pgserver
 
 
 _TABLES = ("pgcatalog_catalogs", "pgcatalog_entries", "pgcatalog_meta",
@@ -44,7 +46,6 @@ def restore(data):
     of catalog-wide answers take for "unchanged" when they come round again
     (a later test's commit reaching the same stamp would be served this
     test's unique values): those caches are emptied too."""
-    from plone.pgcatalog import store
     store.forget_caches()
     with db.get_pool().connection() as conn:
         with conn.transaction():
@@ -99,7 +100,6 @@ class PGCatalogFixture(CatalogStateLayerMixin, PloneSandboxLayer):
     defaultBases = (PGCATALOG_DATABASE, PLONE_FIXTURE)
 
     def setUpZope(self, app, configurationContext):
-        import plone.pgcatalog
         self.loadZCML(package=plone.pgcatalog)
 
     def setUpPloneSite(self, portal):

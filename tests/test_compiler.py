@@ -1,0 +1,87 @@
+"""Which plan a query gets, and the statements plans compose (on a real
+Plone site's catalog configuration; the plans run against PostgreSQL)."""
+import unittest
+
+import transaction
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from Products.CMFCore.indexing import processQueue
+
+from plone.pgcatalog import plans
+from plone.pgcatalog.compiler import compile_search
+from plone.pgcatalog.query import batch_window
+from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
+
+
+CASES = [
+    # (query, plan class)
+    ({"portal_type": "Document"}, plans.EveryMatch),
+    ({"portal_type": "Document", "b_size": 10}, plans.Page),
+    ({"portal_type": "Document", "sort_limit": 5}, plans.Page),
+    ({"portal_type": "Document", "sort_on": "sortable_title"},
+     plans.UnlimitedSort),
+    ({"portal_type": "Document", "sort_on": "sortable_title",
+      "b_size": 3}, plans.Page),
+    ({"portal_type": "Document", "sort_on": ["sortable_title", "created"],
+      "sort_order": ["descending", "ascending"]}, plans.UnlimitedSort),
+    ({"SearchableText": "plone"}, plans.Relevance),
+    ({"SearchableText": "plone", "b_size": 10}, plans.RelevancePage),
+    ({"SearchableText": "plone", "sort_on": "created", "b_size": 10},
+     plans.Page),
+    ({"path": "/plone", "sort_on": "getObjPositionInParent"},
+     plans.PythonSorted),
+    ({"path": "/plone", "sort_on": "getObjPositionInParent",
+      "b_size": 2}, plans.PythonSorted),
+    ({"portal_type": []}, plans.Empty),           # nothing can match
+    ({"no_such_index": 1}, plans.Empty),          # no index takes part
+    ({"UID": None}, plans.Empty),
+]
+
+
+class TestPlanChoice(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        for n in range(3):
+            self.portal.invokeFactory("Document", "d%d" % n,
+                                      title="Plone %d" % n)
+        processQueue()
+        self.catalog = self.portal.portal_catalog
+        self.store = self.catalog._pgc_store()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def plan(self, query):
+        return compile_search(self.catalog._catalog, query, self.store,
+                              batch_window(query))
+
+    def test_each_query_gets_its_plan(self):
+        for query, kind in CASES:
+            with self.subTest(query=query):
+                self.assertIs(type(self.plan(query)), kind)
+
+    def test_every_plan_runs_and_answers_as_the_tool(self):
+        for query, _kind in CASES:
+            with self.subTest(query=query):
+                got = self.plan(query).run(self.catalog, self.store)
+                expected = self.catalog.unrestrictedSearchResults(**query)
+                self.assertEqual([b.getPath() for b in got],
+                                 [b.getPath() for b in expected])
+
+    def test_statements_carry_their_parameters(self):
+        # every value is a parameter: a placeholder for each, in order
+        query = {"portal_type": ["Document", "x'); DROP TABLE y; --"],
+                 "id": "100% (sure), e.idx", "b_size": 7, "b_start": 2,
+                 "sort_on": "sortable_title", "sort_order": "reverse"}
+        plan = self.plan(query)
+        statement = plan.statement
+        self.assertEqual(statement.text.count("%s"),
+                         len(statement.params))
+        self.assertNotIn("DROP TABLE", statement.text)
+        self.assertNotIn("100%", statement.text)
+        self.assertIn(7, statement.params)
+        self.assertIn(2, statement.params)
+        self.assertEqual(len(plan.run(self.catalog, self.store)), 0)

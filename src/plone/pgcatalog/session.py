@@ -17,8 +17,8 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   the request, as it does for ZODB write conflicts.  Writes to different
   entries never conflict (the change counter is an insert-only log).
 * **Read your own writes.**  Catalog writes are buffered in Python
-  (:class:`PendingWrites`) and sent before the next statement of the same
-  transaction, or at ``tpc_vote``.
+  (:class:`~plone.pgcatalog.writer.PendingWrites`) and sent before the
+  next statement of the same transaction, or at ``tpc_vote``.
 * **Failures contained.**  Once the transaction holds writes, each
   statement runs inside a savepoint (sent in the same round trip): a
   statement PostgreSQL refuses is rolled back alone and the transaction
@@ -38,6 +38,12 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   backend): a transaction without writes retries on a fresh connection; one
   with writes fails with :class:`DatabaseUnavailable`, a ``TransientError``
   Zope retries.
+
+Why one module of some 560 lines: :class:`CatalogSession` is one
+``IDataManager``; its methods are the transaction protocol (statements,
+savepoints, vote, finish, abort) acting on the same few fields, and read
+best side by side.  Connections and error translation are ``db.py``'s; the
+write buffer and its batches are ``writer.py``'s.
 """
 import logging
 import time
@@ -72,53 +78,6 @@ FINISH_PAUSE = 0.05
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 
 
-class PendingWrites:
-    """Catalog writes not yet sent to PostgreSQL, coalesced per entry.
-
-    Keyed by ``(cid, path)``; each value is the list of operations for that
-    entry in call order.  ``snapshot()`` / ``restore()`` serve savepoints.
-    """
-
-    def __init__(self):
-        self.ops = {}
-        self.counter = {}  # cid -> number of catalog/uncatalog calls
-
-    def __bool__(self):
-        return bool(self.ops) or bool(self.counter)
-
-    def add(self, cid, path, op):
-        self.ops.setdefault((cid, path), []).append(op)
-        self.counter[cid] = self.counter.get(cid, 0) + 1
-
-    def has_entries(self):
-        return bool(self.ops)
-
-    def take_ops(self, cid=None):
-        """The buffered operations (of catalog ``cid`` only, if given),
-        removed from the buffer."""
-        if cid is None:
-            ops, self.ops = self.ops, {}
-            return ops
-        ops = {key: value for key, value in self.ops.items()
-               if key[0] == cid}
-        for key in ops:
-            del self.ops[key]
-        return ops
-
-    def take_counter(self):
-        counter, self.counter = self.counter, {}
-        return counter
-
-    def snapshot(self):
-        return ({key: list(value) for key, value in self.ops.items()},
-                dict(self.counter))
-
-    def restore(self, snap):
-        ops, counter = snap
-        self.ops = {key: list(value) for key, value in ops.items()}
-        self.counter = dict(counter)
-
-
 @implementer(IDataManager)
 class CatalogSession:
     """The catalog's data manager for one ZODB transaction."""
@@ -140,7 +99,7 @@ class CatalogSession:
         #: an error that makes the commit fail (writes were lost)
         self.failed = None
         self.snapshot_id = None
-        self.pending = PendingWrites()
+        self.pending = writer_module.PendingWrites()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
         self.dirty = set()  # cids written to in the PG txn (their stamp)
         self._sp_seq = 0
@@ -501,7 +460,7 @@ class CatalogSession:
                                    exc_info=True)
                     self._drop_connection()
         finally:
-            self.pending = PendingWrites()
+            self.pending = writer_module.PendingWrites()
             self.counter_flushed.clear()
             self.dirty.clear()
             self.drops = {}

@@ -1,4 +1,7 @@
-"""Apply buffered catalog writes to PostgreSQL.
+"""Buffered catalog writes, and their application to PostgreSQL.
+
+The session buffers each transaction's catalog calls in
+:class:`PendingWrites`.
 
 An operation is either :class:`Delete` or :class:`Upsert`.  The operations of
 one entry are folded into at most a delete and an upsert
@@ -7,6 +10,53 @@ catalogued (its rows locked first in ``(cid, path)`` order), inside one
 pipeline: one network round trip for the whole batch.
 """
 import orjson
+
+
+class PendingWrites:
+    """Catalog writes not yet sent to PostgreSQL, coalesced per entry.
+
+    Keyed by ``(cid, path)``; each value is the list of operations for that
+    entry in call order.  ``snapshot()`` / ``restore()`` serve savepoints.
+    """
+
+    def __init__(self):
+        self.ops = {}
+        self.counter = {}  # cid -> number of catalog/uncatalog calls
+
+    def __bool__(self):
+        return bool(self.ops) or bool(self.counter)
+
+    def add(self, cid, path, op):
+        self.ops.setdefault((cid, path), []).append(op)
+        self.counter[cid] = self.counter.get(cid, 0) + 1
+
+    def has_entries(self):
+        return bool(self.ops)
+
+    def take_ops(self, cid=None):
+        """The buffered operations (of catalog ``cid`` only, if given),
+        removed from the buffer."""
+        if cid is None:
+            ops, self.ops = self.ops, {}
+            return ops
+        ops = {key: value for key, value in self.ops.items()
+               if key[0] == cid}
+        for key in ops:
+            del self.ops[key]
+        return ops
+
+    def take_counter(self):
+        counter, self.counter = self.counter, {}
+        return counter
+
+    def snapshot(self):
+        return ({key: list(value) for key, value in self.ops.items()},
+                dict(self.counter))
+
+    def restore(self, snap):
+        ops, counter = snap
+        self.ops = {key: list(value) for key, value in ops.items()}
+        self.counter = dict(counter)
 
 
 class Delete:

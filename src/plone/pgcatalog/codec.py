@@ -23,8 +23,10 @@ floats written with an exponent (``1e+16`` would come back as the integer
 ``jsonb`` does reorder the keys of an object: a decoded dict is equal to the
 original but its key order may differ.
 
-Anything the codec does not know is kept as a base64 pickle (exact, but
-opaque to SQL).
+Anything the codec does not know is kept as a base64
+pickle, read back by ``unpickle.loads``, which loads allowlisted classes
+only (``allow_class``): a refused pickle reads as ``Missing.Value`` and is
+logged.  See docs/security.md.
 """
 import base64
 import datetime
@@ -34,6 +36,10 @@ import pickle
 import orjson
 from DateTime import DateTime
 from Missing import MV
+
+from plone.pgcatalog import unpickle
+from plone.pgcatalog.unpickle import UnpicklingRefused
+from plone.pgcatalog.unpickle import allow_class  # noqa: F401
 
 
 TAG = "@pgc:"
@@ -168,8 +174,14 @@ def _enc_decimal(v):
 
 
 def _enc_pickle(v):
-    return {TAG + "p": base64.b64encode(
-        pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+    data = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        unpickle.loads(data)  # as a read will: say now if it is refused
+    except UnpicklingRefused as exc:
+        unpickle.report(exc, writing=True)
+    except Exception:  # a read fails alike: store it, as before
+        pass
+    return {TAG + "p": base64.b64encode(data).decode("ascii")}
 
 
 _ENCODERS = {
@@ -325,7 +337,11 @@ def _dec_missing(v):
 
 
 def _dec_pickle(v):
-    return pickle.loads(base64.b64decode(v))
+    try:
+        return unpickle.loads(base64.b64decode(v))
+    except UnpicklingRefused as exc:
+        unpickle.report(exc)
+        return MV
 
 
 _DECODERS = {
@@ -381,3 +397,4 @@ def decode_meta(obj):
             continue
         obj[name] = decode(value)
     return obj
+

@@ -207,6 +207,11 @@ class TestPloneSite(unittest.TestCase):
             " e ON e.rid = m.rid WHERE e.rid = %s",
             (self.brain.getRID(),))[0][0]
 
+    def test_type_column_is_json(self):
+        self.assertNotIn('"@pgc:p"', self.meta_sql())
+        self.assertIsInstance(self.brain.Type, Message)
+        self.assertEqual(self.brain.Type.domain, "plone")
+
     def test_crafted_row_not_executed(self):
         import tempfile
         marker = os.path.join(tempfile.mkdtemp(), "executed")

@@ -23,7 +23,8 @@ floats written with an exponent (``1e+16`` would come back as the integer
 ``jsonb`` does reorder the keys of an object: a decoded dict is equal to the
 original but its key order may differ.
 
-Anything the codec does not know is kept as a base64
+Zope and Plone types (Message, PersistentMapping, Counter, pytz dates,
+...) have tags in ``plonetypes.py``.  Anything else is kept as a base64
 pickle, read back by ``unpickle.loads``, which loads allowlisted classes
 only (``allow_class``): a refused pickle reads as ``Missing.Value`` and is
 logged.  See docs/security.md.
@@ -37,6 +38,7 @@ import orjson
 from DateTime import DateTime
 from Missing import MV
 
+from plone.pgcatalog import plonetypes
 from plone.pgcatalog import unpickle
 from plone.pgcatalog.unpickle import UnpicklingRefused
 from plone.pgcatalog.unpickle import allow_class  # noqa: F401
@@ -147,7 +149,7 @@ def _simple_tz(tz):
 
 def _enc_datetime(v):
     if not _simple_tz(v.tzinfo):
-        return _enc_pickle(v)
+        return plonetypes.enc_zoned(v, "dtz")
     if v.fold:
         return {TAG + "dt": [v.isoformat(), 1]}
     return {TAG + "dt": [v.isoformat()]}
@@ -159,7 +161,7 @@ def _enc_date(v):
 
 def _enc_time(v):
     if not _simple_tz(v.tzinfo):
-        return _enc_pickle(v)
+        return plonetypes.enc_zoned(v, "ttz")
     if v.fold:
         return {TAG + "time": [v.isoformat(), 1]}
     return {TAG + "time": [v.isoformat()]}
@@ -201,6 +203,7 @@ _ENCODERS = {
     datetime.timedelta: _enc_timedelta,
     decimal.Decimal: _enc_decimal,
 }
+_ENCODERS.update(plonetypes.ENCODERS)
 
 _PLAIN = (bool, type(None))
 
@@ -215,7 +218,7 @@ def encode(value):
         return enc(value)
     if value is MV:
         return {TAG + "M": 0}
-    return _enc_pickle(value)
+    return plonetypes.enc_other(value)
 
 
 def dumps(value):
@@ -362,6 +365,7 @@ _DECODERS = {
     TAG + "M": _dec_missing,
     TAG + "p": _dec_pickle,
 }
+_DECODERS.update(plonetypes.DECODERS)
 
 
 def decode(value):
@@ -398,3 +402,6 @@ def decode_meta(obj):
         obj[name] = decode(value)
     return obj
 
+
+assert plonetypes.TAG == TAG
+plonetypes.bind(encode, decode, _enc_pickle)

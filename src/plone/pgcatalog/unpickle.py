@@ -155,9 +155,10 @@ def report(exc, writing=False):
     write: WARNING), then at DEBUG."""
     key = (exc.module, exc.name, writing)
     level = logging.ERROR if not writing else logging.WARNING
-    if key in _reported:
+    if key in _reported or len(_reported) >= 1000:  # bounded: names are data
         level = logging.DEBUG
-    _reported.add(key)
+    else:
+        _reported.add(key)
     if writing:
         logger.log(level, "%s; stored as a pickle, it reads as Missing.Value"
                    " until allowed", exc)

@@ -1,4 +1,5 @@
 """The typed JSON codec: exact round trips, also through PostgreSQL jsonb."""
+import collections
 import datetime
 import decimal
 import math
@@ -14,7 +15,13 @@ from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+from BTrees.IIBTree import IITreeSet
+from BTrees.OOBTree import OOBTree
+from BTrees.OOBTree import OOSet
 from Missing import MV
+from persistent.list import PersistentList
+from persistent.mapping import PersistentMapping
+from zope.i18nmessageid import Message
 
 from plone.pgcatalog import codec
 
@@ -26,6 +33,18 @@ def same(a, b):
     not 0.0, DateTime keeps its zone and naive flag)."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, Message):
+        return a == b and same(a.__reduce__(), b.__reduce__())
+    if isinstance(a, (PersistentMapping, PersistentList)):
+        return same(a.__getstate__(), b.__getstate__())
+    if isinstance(a, collections.OrderedDict):
+        return same(list(a.items()), list(b.items()))
+    if type(a).__module__.startswith("BTrees."):
+        items = (lambda t: list(t.items()) if hasattr(t, "items")
+                 else list(t))
+        return same(items(a), items(b))
+    if isinstance(a, complex):
+        return same(a.real, b.real) and same(a.imag, b.imag)
     if isinstance(a, float):
         if math.isnan(a):
             return math.isnan(b)
@@ -52,7 +71,8 @@ def same(a, b):
                         for s in DateTime.__slots__
                         if s != "_timezone_naive"))
     if isinstance(a, (datetime.datetime, datetime.time)):
-        return a == b and repr(a) == repr(b) and a.fold == b.fold
+        return (a == b and repr(a) == repr(b) and a.fold == b.fold
+                and (a.tzinfo is b.tzinfo or repr(a.tzinfo) == repr(b.tzinfo)))
     if a is MV:
         return b is MV
     return a == b
@@ -114,13 +134,17 @@ def zope_datetimes(draw):
 
 
 class Point:
-    """A picklable value the codec does not know (pickle fallback)."""
+    """A picklable value the codec does not know (pickle fallback, read
+    back because it is allowlisted below)."""
 
     def __init__(self, x, y):
         self.x, self.y = x, y
 
     def __eq__(self, other):
         return type(other) is Point and (self.x, self.y) == (other.x, other.y)
+
+
+codec.allow_class(Point)
 
 
 scalars = st.one_of(
@@ -141,6 +165,16 @@ values = st.recursive(
         st.dictionaries(hashables, children, max_size=3),
         st.frozensets(hashables, max_size=4),
         st.sets(hashables, max_size=4),
+        st.dictionaries(texts, children, max_size=3).map(PersistentMapping),
+        st.lists(children, max_size=3).map(PersistentList),
+        st.dictionaries(hashables, st.integers(), max_size=3).map(
+            collections.Counter),
+        st.lists(st.tuples(hashables, children), max_size=3).map(
+            collections.OrderedDict),
+        st.builds(Message, texts, st.one_of(st.none(), texts),
+                  st.one_of(st.none(), texts),
+                  st.one_of(st.none(), st.dictionaries(texts, children,
+                                                       max_size=2))),
     ),
     max_leaves=12,
 )
@@ -185,6 +219,94 @@ def test_meta_roundtrip(record):
 
 # -- explicit cases ---------------------------------------------------------
 
+VIENNA = pytz.timezone("Europe/Vienna")
+# Products.CMFPlone's image_scales: a PersistentMapping of lists of dicts
+IMAGE_SCALES = PersistentMapping({"image": [{
+    "content-type": "image/png", "download": "@@images/image-1-x.png",
+    "filename": "p.png", "height": 10, "width": 20, "size": 999,
+    "scales": {"thumb": {"download": "@@images/t.png", "height": 5,
+                         "width": 10}}}]})
+BLOCK_TYPES = collections.Counter({"slate": 3, "image": 1})
+LAST_COMMENT = VIENNA.localize(datetime.datetime(2021, 7, 1, 12, 30))
+
+#: what Plone 6.2 core and common add-ons put in metadata columns (and
+#: index values) that the codec used to keep as pickles
+PLONE_VALUES = [
+    # CMF's Type(): the type info's title as an i18n message
+    Message("Page", "plone"),
+    Message("label_x", "plone", "X ${n}", {"n": 3, "d": DateTime(2020, 0)},
+            "xs", "Xs ${n}", 3),
+    Message("\x00odd", None, Message("inner", "d")),
+    IMAGE_SCALES,
+    PersistentMapping(), PersistentMapping({"a": PersistentList([1, (2,)])}),
+    PersistentList([1, "a", (None,)]), PersistentList(),
+    # plone.volto's block_types
+    BLOCK_TYPES, collections.Counter(),
+    collections.Counter({1: 2, None: -1}),
+    collections.OrderedDict([("b", 1), ("a", (2,)), (3, "c")]),
+    # plone.app.discussion's last_comment_date, plone.app.event dates:
+    # pytz-localized datetimes; zoneinfo datetimes; named fixed zones
+    LAST_COMMENT,
+    VIENNA.localize(datetime.datetime(2021, 1, 1, 12, 30, 0, 7)),
+    VIENNA.localize(datetime.datetime(2021, 10, 31, 2, 30), is_dst=False),
+    datetime.datetime(2021, 7, 1, tzinfo=VIENNA),  # LMT: unlocalized
+    datetime.datetime(2021, 7, 1, tzinfo=pytz.utc),
+    datetime.datetime(2021, 7, 1, tzinfo=pytz.timezone("Etc/GMT+5")),
+    pytz.timezone("US/Eastern").localize(datetime.datetime(1999, 12, 31)),
+    datetime.datetime(2021, 10, 31, 2, 30,
+                      tzinfo=zoneinfo.ZoneInfo("Europe/Vienna")),
+    datetime.datetime(2021, 7, 1, tzinfo=zoneinfo.ZoneInfo("UTC")),
+    datetime.datetime(2021, 7, 1, tzinfo=datetime.timezone(
+        datetime.timedelta(hours=1), "CET")),
+    datetime.time(10, 30, tzinfo=pytz.utc),
+    datetime.time(10, 30, fold=1, tzinfo=zoneinfo.ZoneInfo("Asia/Tokyo")),
+    # BTrees, bytearray, complex
+    OOBTree({"a": 1, "b": (2,)}), OOSet(["x", "y"]), IITreeSet([3, 1, 2]),
+    bytearray(b"\x00ab"), complex(1.5, -0.0), complex("nan+infj"),
+    # nested: a tuple of messages, a dict holding a pytz date
+    (Message("a", "d"), Message("b", "d")),
+    {"when": VIENNA.localize(datetime.datetime(2020, 2, 2))},
+]
+
+
+@pytest.mark.parametrize("value", PLONE_VALUES)
+def test_plone_types_without_pickle(conn, value):
+    """Each of these used to be stored as a pickle: now as typed JSON."""
+    data = codec.dumps(value)
+    assert b'"@pgc:p"' not in data
+    assert same(codec.loads(data), value)
+    assert same(pg_roundtrip(conn, value), value)
+
+
+def test_pytz_dates_keep_their_tzinfo():
+    """The same tzinfo instance comes back, as from a pickle: utcoffset,
+    tzname and normalize() agree."""
+    for value in PLONE_VALUES:
+        if isinstance(value, datetime.datetime) and isinstance(
+                value.tzinfo, pytz.BaseTzInfo):
+            back = codec.loads(codec.dumps(value))
+            assert back.tzinfo is pickle.loads(pickle.dumps(value)).tzinfo
+            assert back.utcoffset() == value.utcoffset()
+            assert back.tzname() == value.tzname()
+
+
+def test_plone_metadata_record_without_pickle():
+    """A typical Plone 6.2 record: no column is a pickle."""
+    record = {
+        "Title": "Hello", "Type": Message("Page", "plone"),
+        "Subject": ("a", "b"), "listCreators": ("admin",),
+        "created": DateTime("2021/01/01 10:00 GMT+1"), "getIcon": True,
+        "exclude_from_nav": False, "getObjSize": "1.2 KB",
+        "mime_type": "text/plain", "getRemoteUrl": None, "location": "",
+        "image_scales": IMAGE_SCALES, "block_types": BLOCK_TYPES,
+        "last_comment_date": LAST_COMMENT, "commentators": ("bob",),
+        "end": MV, "total_comments": 0,
+    }
+    data = codec.encode_meta(record)
+    assert b'"@pgc:p"' not in data
+    back = codec.decode_meta(orjson.loads(data))
+    assert same(back, {k: v for k, v in record.items() if v is not MV})
+
 @pytest.mark.parametrize("value", [
     None, True, False, 0, -1, 2 ** 63 - 1, 2 ** 63, -2 ** 63 - 1, 10 ** 40,
     0.0, -0.0, 1.5, 0.1 + 0.2, 1e16, 1e-7, 5e-324, 1.7976931348623157e308,
@@ -206,7 +328,7 @@ def test_meta_roundtrip(record):
     decimal.Decimal("1.10"), decimal.Decimal("-0"), decimal.Decimal("NaN"),
     decimal.Decimal("sNaN"), decimal.Decimal("-Infinity"), MV,
     (MV, (MV,)), Point(1, "x"),
-])
+] + PLONE_VALUES)
 def test_explicit(conn, value):
     assert same(codec.loads(codec.dumps(value)), value)
     assert same(pg_roundtrip(conn, value), value)

@@ -23,8 +23,11 @@ floats written with an exponent (``1e+16`` would come back as the integer
 ``jsonb`` does reorder the keys of an object: a decoded dict is equal to the
 original but its key order may differ.
 
-Anything the codec does not know is kept as a base64 pickle (exact, but
-opaque to SQL).
+Zope and Plone types (Message, PersistentMapping, Counter, pytz dates,
+...) have tags in ``plonetypes.py``.  Anything else is kept as a base64
+pickle, read back by ``unpickle.loads``, which loads allowlisted classes
+only (``allow_class``): a refused pickle reads as ``Missing.Value`` and is
+logged.  See docs/security.md.
 """
 import base64
 import datetime
@@ -34,6 +37,11 @@ import pickle
 import orjson
 from DateTime import DateTime
 from Missing import MV
+
+from plone.pgcatalog import plonetypes
+from plone.pgcatalog import unpickle
+from plone.pgcatalog.unpickle import UnpicklingRefused
+from plone.pgcatalog.unpickle import allow_class  # noqa: F401
 
 
 TAG = "@pgc:"
@@ -141,7 +149,7 @@ def _simple_tz(tz):
 
 def _enc_datetime(v):
     if not _simple_tz(v.tzinfo):
-        return _enc_pickle(v)
+        return plonetypes.enc_zoned(v, "dtz")
     if v.fold:
         return {TAG + "dt": [v.isoformat(), 1]}
     return {TAG + "dt": [v.isoformat()]}
@@ -153,7 +161,7 @@ def _enc_date(v):
 
 def _enc_time(v):
     if not _simple_tz(v.tzinfo):
-        return _enc_pickle(v)
+        return plonetypes.enc_zoned(v, "ttz")
     if v.fold:
         return {TAG + "time": [v.isoformat(), 1]}
     return {TAG + "time": [v.isoformat()]}
@@ -168,8 +176,14 @@ def _enc_decimal(v):
 
 
 def _enc_pickle(v):
-    return {TAG + "p": base64.b64encode(
-        pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+    data = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        unpickle.loads(data)  # as a read will: say now if it is refused
+    except UnpicklingRefused as exc:
+        unpickle.report(exc, writing=True)
+    except Exception:  # a read fails alike: store it, as before
+        pass
+    return {TAG + "p": base64.b64encode(data).decode("ascii")}
 
 
 _ENCODERS = {
@@ -189,6 +203,7 @@ _ENCODERS = {
     datetime.timedelta: _enc_timedelta,
     decimal.Decimal: _enc_decimal,
 }
+_ENCODERS.update(plonetypes.ENCODERS)
 
 _PLAIN = (bool, type(None))
 
@@ -203,7 +218,7 @@ def encode(value):
         return enc(value)
     if value is MV:
         return {TAG + "M": 0}
-    return _enc_pickle(value)
+    return plonetypes.enc_other(value)
 
 
 def dumps(value):
@@ -325,7 +340,11 @@ def _dec_missing(v):
 
 
 def _dec_pickle(v):
-    return pickle.loads(base64.b64decode(v))
+    try:
+        return unpickle.loads(base64.b64decode(v))
+    except UnpicklingRefused as exc:
+        unpickle.report(exc)
+        return MV
 
 
 _DECODERS = {
@@ -346,6 +365,7 @@ _DECODERS = {
     TAG + "M": _dec_missing,
     TAG + "p": _dec_pickle,
 }
+_DECODERS.update(plonetypes.DECODERS)
 
 
 def decode(value):
@@ -381,3 +401,7 @@ def decode_meta(obj):
             continue
         obj[name] = decode(value)
     return obj
+
+
+assert plonetypes.TAG == TAG
+plonetypes.bind(encode, decode, _enc_pickle)

@@ -719,11 +719,16 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         self._indexed_attrs = list(value)
 
     def clear(self):
-        """Forget the cached lexicon; the rows are cleared by the catalog."""
+        """Empty the index (ZCatalog's ``clearIndex``): its rows go (the
+        data API's ``clear``, through the catalog tool), and the cached
+        lexicon is forgotten."""
         try:
             del self._v_lexicon
         except (AttributeError, KeyError):
             pass
+        # ZCTextIndex.clear would make a new Okapi index object (ours has
+        # none): the data API's clear deletes this index's text rows.
+        super().clear()
 
     # -- contract --------------------------------------------------------
     def pgc_words(self, obj):

@@ -28,6 +28,7 @@ from plone.pgcatalog import pgserver
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes import text
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
@@ -631,3 +632,14 @@ def test_statistics_caps_keep_matches(env, monkeypatch):
         got = _pg_rows(env, "SearchableText", query)
         assert set(got) == set(expected)
         assert all(v > 0 for v in got.values())
+
+
+def test_persistent_class_path(env):
+    """ZODB pickles name the class by ``__module__``: the package's path,
+    not the submodule the class is written in."""
+    assert PGZCTextIndex.__module__ == "plone.pgcatalog.indexes.text"
+    assert kind_for("ZCTextIndex") is PGZCTextIndex
+    data = pickle.dumps(aq_base(env["pg"]["Title"]), protocol=2)
+    assert b"plone.pgcatalog.indexes.text" in data
+    assert b"indexes.text.index" not in data
+    assert type(pickle.loads(data)) is PGZCTextIndex

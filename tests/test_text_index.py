@@ -27,11 +27,14 @@ from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes import text
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import QueryContext
 from plone.pgcatalog.indexes.text import PGZCTextIndex
+from plone.pgcatalog.indexes.text import scoring
 
 
 NAMES = ("SearchableText", "Description", "Title")
@@ -197,6 +200,21 @@ def zc_search(env, name, value):
     return outcome(run)
 
 
+def fetch(env, fragment):
+    """The rows of a statement composed as a Fragment."""
+    return env["conn"].execute(fragment.text, fragment.params).fetchall()
+
+
+def scored(qc, where, cid=None):
+    """The statement giving each match's path and relevance."""
+    assert len(qc.ranks) == 1
+    if cid is None:
+        return q("SELECT e.path, {} FROM pgcatalog_entries e WHERE {}",
+                 qc.ranks[0], where)
+    return q("SELECT e.path, {} FROM pgcatalog_entries e WHERE e.cid = {} "
+             "AND {}", qc.ranks[0], cid, where)
+
+
 def pg_search(env, name, value):
     catalog = env["cat"]._catalog
     index = env["pg"][name].__of__(env["cat"])
@@ -210,10 +228,7 @@ def pg_search(env, name, value):
         where = index.pgc_where(iq, qc)
         if where is NO_MATCH or where is None:
             return {}
-        assert len(qc.rank_exprs) == 1
-        stmt = ("SELECT e.path, %s FROM pgcatalog_entries e "
-                "WHERE e.cid = %%s AND %s" % (qc.rank_exprs[0], where))
-        rows = env["conn"].execute(stmt, [env["cid"]] + qc.params).fetchall()
+        rows = fetch(env, scored(qc, where, env["cid"]))
         return {path: int(score) for path, score in rows}
     return outcome(run)
 
@@ -396,7 +411,7 @@ def test_no_keys_and_empty(env):
     assert index.pgc_where(IndexQuery({}, "SearchableText"), qc) is None
     iq = IndexQuery({"SearchableText": ""}, "SearchableText")
     assert index.pgc_where(iq, qc) is NO_MATCH
-    assert qc.params == [] and qc.rank_exprs == []
+    assert qc.ranks == []
     # a non-string key fails as in ZCTextIndex (' '.join)
     iq = IndexQuery({"SearchableText": [1, 2]}, "SearchableText")
     with pytest.raises(TypeError):
@@ -444,10 +459,7 @@ def test_text_stats_hook(env):
         iq = IndexQuery({"SearchableText": query}, "SearchableText")
         qc = QueryContext()
         qc.text_stats = lambda name: stats
-        where = index.pgc_where(iq, qc)
-        rows = env["conn"].execute(
-            "SELECT e.path, %s FROM pgcatalog_entries e WHERE %s" % (
-                qc.rank_exprs[0], where), qc.params).fetchall()
+        rows = fetch(env, scored(qc, index.pgc_where(iq, qc)))
         assert {p: int(s) for p, s in rows} == expected
 
 
@@ -559,12 +571,12 @@ def test_word_and_length_statistics(env):
     for name in NAMES:
         zidx = cat._catalog.getIndex(name)
         index = env["pg"][name]
-        count = conn.execute(index.pgc_unique_words_sql()).fetchone()[0]
+        ((count,),) = fetch(env, index.pgc_unique_words_sql())
         assert count == zidx.numObjects()
-        rows = conn.execute(
-            "SELECT e.path, %s FROM pgcatalog_entries e JOIN pgcatalog_text t"
-            " ON t.rid = e.rid AND t.name = %%s" % index.pgc_doclen_sql(),
-            (name,)).fetchall()
+        rows = fetch(env, q(
+            "SELECT e.path, {} FROM pgcatalog_entries e JOIN pgcatalog_text t"
+            " ON t.rid = e.rid AND t.name = {}", index.pgc_doclen_sql("t"),
+            name))
         for path, dl in rows:
             rid = cat._catalog.uids[path]
             assert dl == zidx.index._docweight[rid]
@@ -588,11 +600,7 @@ def _pg_rows(env, name, query, **qc_attrs):
     iq = IndexQuery({name: query}, name, index.query_options)
     qc = QueryContext()
     qc.__dict__.update(qc_attrs)
-    where = index.pgc_where(iq, qc)
-    rows = env["conn"].execute(
-        "SELECT e.path, %s FROM pgcatalog_entries e WHERE %s" % (
-            qc.rank_exprs[0], where), qc.params).fetchall()
-    return dict(rows)
+    return dict(fetch(env, scored(qc, index.pgc_where(iq, qc))))
 
 
 def test_ts_rank_mode(env):
@@ -615,12 +623,23 @@ def test_ts_rank_mode(env):
 def test_statistics_caps_keep_matches(env, monkeypatch):
     """Past the exact-statistics limits scores are approximate, matches
     stay exact."""
-    monkeypatch.setattr(text, "DF_EXACT_LIMIT", 3)
-    monkeypatch.setattr(text, "GLOB_EXACT_DOCS", 2)
-    monkeypatch.setattr(text, "STATS_SAMPLE", 5)
+    monkeypatch.setattr(scoring, "DF_EXACT_LIMIT", 3)
+    monkeypatch.setattr(scoring, "GLOB_EXACT_DOCS", 2)
+    monkeypatch.setattr(scoring, "STATS_SAMPLE", 5)
     for query in ["foo", "café OR hello", '"foo bar"', "hel*", "ba?d",
                   "b* AND f*", "foo -bar"]:
         expected = zc_search(env, "SearchableText", query)[1]
         got = _pg_rows(env, "SearchableText", query)
         assert set(got) == set(expected)
         assert all(v > 0 for v in got.values())
+
+
+def test_persistent_class_path(env):
+    """ZODB pickles name the class by ``__module__``: the package's path,
+    not the submodule the class is written in."""
+    assert PGZCTextIndex.__module__ == "plone.pgcatalog.indexes.text"
+    assert kind_for("ZCTextIndex") is PGZCTextIndex
+    data = pickle.dumps(aq_base(env["pg"]["Title"]), protocol=2)
+    assert b"plone.pgcatalog.indexes.text" in data
+    assert b"indexes.text.index" not in data
+    assert type(pickle.loads(data)) is PGZCTextIndex

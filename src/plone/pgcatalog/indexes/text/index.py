@@ -1,0 +1,205 @@
+"""The ZCTextIndex kind: configuration in the ZODB, words in PostgreSQL.
+
+The index object keeps ZCTextIndex's configuration (``lexicon_id``, indexed
+attributes, index type) but no data: each object's words are stored as one
+``tsvector`` row of ``pgcatalog_text`` (``rid``, ``cid``, ``name`` = index
+id, ``tsv``, and the document length ``dl`` and term frequencies ``tf``
+beside it); see :mod:`.encoding`, :mod:`.querytree` and :mod:`.scoring`.
+
+The class is defined here but its persistent path is the package's,
+``plone.pgcatalog.indexes.text.PGZCTextIndex`` (ZODB pickles of catalogs
+name it, and ``indexes.KINDS`` maps ZCTextIndex to it): ``__module__`` says
+so explicitly, and the package imports the class.
+"""
+from html import escape
+
+from AccessControl.class_init import InitializeClass
+from Products.PluginIndexes.util import safe_callable
+from Products.ZCTextIndex.interfaces import ILexicon
+from Products.ZCTextIndex.QueryParser import QueryParser
+from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
+from Products.ZCTextIndex.ZCTextIndex import index_types
+
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.text.encoding import DL_MARK
+from plone.pgcatalog.indexes.text.encoding import dl_sql
+from plone.pgcatalog.indexes.text.encoding import source_words
+from plone.pgcatalog.indexes.text.encoding import tsvector_literal
+from plone.pgcatalog.indexes.text.encoding import words_from_tsvector
+from plone.pgcatalog.indexes.text.querytree import FALSE
+from plone.pgcatalog.indexes.text.querytree import match_sql
+from plone.pgcatalog.indexes.text.querytree import translate
+from plone.pgcatalog.indexes.text.scoring import T_TSV
+from plone.pgcatalog.indexes.text.scoring import TEXT
+from plone.pgcatalog.indexes.text.scoring import df_sql
+from plone.pgcatalog.indexes.text.scoring import rank_sql
+
+
+class PGZCTextIndex(PGIndex, ZCTextIndex):
+    """ZCTextIndex configuration; the words live in ``pgcatalog_text``."""
+
+    # the persistent path (see the module docstring)
+    __module__ = "plone.pgcatalog.indexes.text"
+
+    pgc_storage = "text"
+    pgc_sortable = False
+    #: "okapi": ZCTextIndex's own score (exact, ~20-60 us per matched
+    #: row); "ts_rank": PostgreSQL's ts_rank (~5 us per row, another
+    #: relevance order).  ``qc.text_rank`` overrides it per query.
+    pgc_rank_mode = "okapi"
+
+    def __init__(self, id, extra=None, caller=None, index_factory=None,
+                 field_name=None, lexicon_id=None):
+        # ZCTextIndex.__init__ without creating the Okapi/Cosine index.
+        self.id = id
+        self._fieldname = field_name or getattr(extra, 'doc_attr', '') or id
+        self._indexed_attrs = self._fieldname.split(',')
+        self._indexed_attrs = [attr.strip()
+                               for attr in self._indexed_attrs if attr]
+
+        lexicon_id = lexicon_id or getattr(extra, 'lexicon_id', '')
+        lexicon = getattr(caller, lexicon_id, None)
+        if lexicon is None:
+            raise LookupError('Lexicon "%s" not found' % escape(lexicon_id))
+        if not ILexicon.providedBy(lexicon):
+            raise ValueError('Object "%s" does not implement '
+                             'ZCTextIndex Lexicon interface'
+                             % lexicon.getId())
+        self.lexicon_id = lexicon.getId()
+        self._v_lexicon = lexicon
+
+        if index_factory is None:
+            if extra.index_type not in index_types.keys():
+                raise ValueError('Invalid index type "%s"' % escape(
+                    extra.index_type))
+            self._index_factory = index_types[extra.index_type]
+            self._index_type = extra.index_type
+        else:
+            self._index_factory = index_factory
+
+    # GenericSetup's ZCTextIndex adapter uses _indexed_attrs; UnIndex-style
+    # callers use indexed_attrs.
+    @property
+    def indexed_attrs(self):
+        return self.getIndexSourceNames()
+
+    @indexed_attrs.setter
+    def indexed_attrs(self, value):
+        self._indexed_attrs = list(value)
+
+    def clear(self):
+        """Empty the index (ZCatalog's ``clearIndex``): its rows go (the
+        data API's ``clear``, through the catalog tool), and the cached
+        lexicon is forgotten."""
+        try:
+            del self._v_lexicon
+        except (AttributeError, KeyError):
+            pass
+        # ZCTextIndex.clear would make a new Okapi index object (ours has
+        # none): the data API's clear deletes this index's text rows.
+        super().clear()
+
+    # -- contract --------------------------------------------------------
+    def pgc_words(self, obj):
+        """The word list ZCTextIndex would index for ``obj`` (None when it
+        would not index it)."""
+        # ZCTextIndex.index_object
+        fields = getattr(self, '_indexed_attrs', [self._fieldname])
+        all_texts = []
+        for attr in fields:
+            text = getattr(obj, attr, None)
+            if text is None:
+                continue
+            if safe_callable(text):
+                text = text()
+            if text is not None:
+                if isinstance(text, (list, tuple, set)):
+                    all_texts.extend(text)
+                else:
+                    all_texts.append(text)
+        all_texts = [t for t in all_texts if isinstance(t, str)]
+        if not all_texts:
+            return None
+        return source_words(self.getLexicon(), all_texts)
+
+    def pgc_extract(self, obj):
+        words = self.pgc_words(obj)
+        if words is None:
+            return MISSING
+        # No words is a real value too: ZCTextIndex indexes the document
+        # with an empty word list (it counts in N and the mean length).
+        return tsvector_literal(words)
+
+    def pgc_decode(self, value):
+        return words_from_tsvector(value)
+
+    def pgc_parse(self, keys):
+        """The match tree for query keys; None when ZCTextIndex returns
+        None (empty query string or an ignored query)."""
+        query_str = ' '.join(keys)
+        if not query_str:
+            return None
+        lexicon = self.getLexicon()
+        tree = QueryParser(lexicon).parseQuery(query_str)
+        return translate(tree, lexicon)
+
+    def pgc_where(self, iq, qc):
+        if iq.keys is None:
+            return None
+        node = self.pgc_parse(iq.keys)
+        if node is None or node is FALSE:
+            # ZCatalog: an empty (or None) index result short-circuits.
+            return NO_MATCH
+        qc.add_rank(self.pgc_rank_sql(node, qc))
+        # the query's strings are parameters; the index id a literal (the
+        # GIN index is partial on it)
+        return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
+                 "t.name = {} AND {})", TEXT, literal(self.getId()),
+                 match_sql(node, T_TSV))
+
+    def pgc_rank_sql(self, node, qc=None):
+        """Relevance of the matched entry ``e`` (a Fragment, literals
+        only): ZCTextIndex's Okapi BM25 score, or ts_rank (see
+        ``pgc_rank_mode``)."""
+        mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
+        return rank_sql(self.getId(), node, qc, mode)
+
+    def pgc_df_sql(self, cid, tsquery):
+        """The statement (a Fragment) counting the documents of catalog
+        ``cid`` whose words match ``tsquery`` (a tsquery's text), up to
+        DF_EXACT_LIMIT: the document frequency a score uses."""
+        return df_sql(self.getId(), cid, tsquery)
+
+    def pgc_doclen_sql(self, alias="t"):
+        """The word count (Okapi document length) of the text row
+        ``alias`` (None: the bare columns), a Fragment: the stored ``dl``,
+        else read from the tsvector's marker."""
+        if alias is None:
+            return q("coalesce(dl, {})", dl_sql(q("tsv")))
+        return q("coalesce({}, {})", ident(alias, "dl"),
+                 dl_sql(ident(alias, "tsv")))
+
+    def pgc_unique_words_sql(self):
+        """The statement (a Fragment without parameters) counting the
+        distinct words of this index (ZCTextIndex's ``numObjects``) over
+        every catalog's text rows ``x``."""
+        return q("SELECT count(DISTINCT u.lexeme) FROM {} x CROSS JOIN "
+                 "LATERAL unnest(tsvector_to_array(x.tsv)) AS u(lexeme) "
+                 "WHERE x.name = {} AND u.lexeme <> {}",
+                 TEXT, literal(self.getId()), literal(DL_MARK))
+
+    def pgc_indexes(self):
+        # shared by the catalogs with a text index of this name (a
+        # tsvector column: nothing another catalog stores can break it)
+        return [schema.IndexSpec(
+            "tsv", q("USING gin (tsv)").ddl, table=schema.TEXT,
+            where=q("name = {}", literal(self.getId())).ddl, shared=True)]
+
+
+InitializeClass(PGZCTextIndex)

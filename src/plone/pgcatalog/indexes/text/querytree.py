@@ -1,0 +1,216 @@
+"""A text query as a match tree, and the match tree as SQL.
+
+Queries are parsed with ZCTextIndex's own ``QueryParser`` and the lexicon
+(same ParseError / QueryError as ZCatalog); :func:`translate` evaluates the
+parse tree with ZCTextIndex's execution rules (stop-word atoms are ignored,
+a phrase containing an unknown word matches nothing, ...) into a match tree
+(:class:`_Word`, :class:`_Glob`, :class:`_Phrase`, :class:`_And`,
+:class:`_Or`, :data:`FALSE`), which :func:`tsquery_text` writes as a
+``tsquery`` and :func:`match_sql` as a condition.  Globs with a ``?`` or an
+inner ``*`` (which a tsquery cannot express) are checked exactly with a
+regular expression over the document's lexemes.
+"""
+import re
+
+from Products.ZCTextIndex.ParseTree import QueryError
+
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import param
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.text.encoding import clip_prefix
+from plone.pgcatalog.indexes.text.encoding import lexeme
+from plone.pgcatalog.indexes.text.encoding import quote_lexeme
+from plone.pgcatalog.indexes.text.encoding import term_words
+
+
+class _False:
+    """Matches nothing."""
+
+    def __repr__(self):
+        return "FALSE"
+
+
+FALSE = _False()
+
+
+class _Word:
+    def __init__(self, lex):
+        self.lex = lex
+
+
+class _Glob:
+    def __init__(self, prefix, regex):
+        self.prefix = prefix     # literal prefix of the pattern
+        self.regex = regex       # PostgreSQL regex, or None for prefix:*
+
+
+class _Phrase:
+    def __init__(self, lexes):
+        self.lexes = lexes
+
+
+class _And:
+    def __init__(self, pos, neg):
+        self.pos = pos
+        self.neg = neg
+
+
+class _Or:
+    def __init__(self, kids):
+        self.kids = kids
+
+
+def _simplify_or(kids):
+    kids = [k for k in kids if k is not FALSE]
+    if not kids:
+        return FALSE
+    if len(kids) == 1:
+        return kids[0]
+    return _Or(kids)
+
+
+def _simplify_and(pos, neg):
+    if not pos or any(p is FALSE for p in pos):
+        return FALSE
+    neg = [n for n in neg if n is not FALSE]
+    if len(pos) == 1 and not neg:
+        return pos[0]
+    return _And(pos, neg)
+
+
+def _glob_node(pattern):
+    """Mirror Lexicon.globToWordIds(pattern) as a tree node."""
+    if isinstance(pattern, bytes):
+        pattern = pattern.decode("utf-8", "replace")
+    prefix = ""
+    rest = pattern
+    while rest and rest[0] not in "*?":
+        prefix += rest[0]
+        rest = rest[1:]
+    if not rest:
+        return _Word(lexeme(prefix))
+    if not prefix:
+        raise QueryError(
+            "pattern %r shouldn't start with glob character" % rest)
+    pat = prefix
+    for c in rest:
+        if c == "*":
+            pat += ".*"
+        elif c == "?":
+            pat += "."
+        else:
+            pat += re.escape(c)
+    pat += "$"
+    re.compile(pat)  # the same re.error as ZCTextIndex for odd prefixes
+    simple = rest.strip("*") == "" and re.escape(prefix) == prefix
+    return _Glob(clip_prefix(prefix),
+                 None if simple else "^(?:%s)" % pat)
+
+
+def translate(tree, lexicon):
+    """ZCTextIndex's execution of a parse tree, as a match tree.
+
+    Returns None where ZCTextIndex's executeQuery returns None (the node is
+    ignored, e.g. a stop word), FALSE when nothing can match."""
+    kind = tree.nodeType()
+    if kind == "ATOM":
+        # OkapiIndex.search: union of the term's words; none -> None.
+        words = term_words(lexicon, tree.getValue())
+        if not words:
+            return None
+        return _simplify_or([_Word(lexeme(w)) for w in words])
+    if kind == "PHRASE":
+        words = term_words(lexicon, tree.getValue())
+        if not words:
+            return FALSE
+        if len(words) == 1:
+            return _Word(lexeme(words[0]))
+        return _Phrase([lexeme(w) for w in words])
+    if kind == "GLOB":
+        return _glob_node(tree.getValue())
+    if kind == "AND":
+        pos = []
+        neg = []
+        for sub in tree.getValue():
+            if sub.nodeType() == "NOT":
+                r = translate(sub.getValue(), lexicon)
+                if r is not None:
+                    neg.append(r)
+            else:
+                r = translate(sub, lexicon)
+                if r is not None:
+                    pos.append(r)
+        return _simplify_and(pos, neg)
+    if kind == "OR":
+        kids = []
+        for sub in tree.getValue():
+            r = translate(sub, lexicon)
+            if r is not None:
+                kids.append(r)
+        return _simplify_or(kids)
+    if kind == "NOT":
+        raise QueryError("NOT parse tree node cannot be executed directly")
+    raise QueryError("Unknown parse tree node %r" % (tree,))
+
+
+def _has_regex(node):
+    if isinstance(node, _Glob):
+        return node.regex is not None
+    if isinstance(node, _And):
+        return any(_has_regex(n) for n in node.pos + node.neg)
+    if isinstance(node, _Or):
+        return any(_has_regex(n) for n in node.kids)
+    return False
+
+
+def tsquery_text(node):
+    """The tsquery (a value: it goes into SQL as a parameter or a literal)
+    for a match tree (globs with a regex: their prefix)."""
+    if isinstance(node, _Word):
+        return quote_lexeme(node.lex)
+    if isinstance(node, _Glob):
+        return quote_lexeme(node.prefix) + ":*"
+    if isinstance(node, _Phrase):
+        return "(" + " <-> ".join(quote_lexeme(x) for x in node.lexes) + ")"
+    if isinstance(node, _And):
+        text = " & ".join(tsquery_text(n) for n in node.pos)
+        if node.neg:
+            text += " & !(" + " | ".join(
+                tsquery_text(n) for n in node.neg) + ")"
+        return "(" + text + ")"
+    if isinstance(node, _Or):
+        return "(" + " | ".join(tsquery_text(n) for n in node.kids) + ")"
+    raise TypeError(node)  # pragma: no cover
+
+
+def positive(node):
+    """The node without its negated parts (what the score looks at)."""
+    if isinstance(node, _And):
+        return _simplify_and([positive(n) for n in node.pos], [])
+    if isinstance(node, _Or):
+        return _simplify_or([positive(n) for n in node.kids])
+    return node
+
+
+def match_sql(node, tsv, value=param):
+    """A condition (Fragment) over the tsvector ``tsv`` (a Fragment) for a
+    match tree; ``value`` turns a string (a tsquery, a prefix, a regular
+    expression) into SQL: :func:`~plone.pgcatalog.fragment.param` (a
+    parameter, the default) or :func:`~plone.pgcatalog.fragment.literal`."""
+    if not _has_regex(node):
+        return q("{} @@ {}::tsquery", tsv, value(tsquery_text(node)))
+    if isinstance(node, _Glob):
+        return q("({} @@ {}::tsquery AND EXISTS (SELECT 1 FROM unnest({}) u "
+                 "WHERE starts_with(u.lexeme, {}) AND u.lexeme ~ {}))",
+                 tsv, value(tsquery_text(node)), tsv, value(node.prefix),
+                 value(node.regex))
+    if isinstance(node, _And):
+        conds = [match_sql(n, tsv, value) for n in node.pos]
+        if node.neg:
+            conds.append(q("NOT ({})", join(" OR ", [
+                match_sql(n, tsv, value) for n in node.neg])))
+        return q("({})", join(" AND ", conds))
+    if isinstance(node, _Or):
+        return q("({})", join(" OR ", [
+            match_sql(n, tsv, value) for n in node.kids]))
+    raise TypeError(node)  # pragma: no cover

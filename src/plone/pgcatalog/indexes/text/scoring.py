@@ -1,0 +1,300 @@
+"""Relevance: ZCTextIndex's Okapi BM25 score, as SQL.
+
+The rank expression computes ZCTextIndex's Okapi BM25 score (same formula,
+same operations, same integer scaling; a union adds the scores of the
+branches that matched, NOT parts add nothing) in SQL, so
+``data_record_score_`` and the relevance order match ZCatalog's as long as
+the collection statistics are exact:
+
+- N (documents in the index) and the mean document length come from
+  ``qc.text_stats(index_id) -> (document_count, total_word_count)`` when
+  the query context offers it; otherwise N is counted and the mean length
+  is taken over the first STATS_SAMPLE rows (exact for small indexes);
+- a word's document frequency is counted up to DF_EXACT_LIMIT documents,
+  by ``qc.text_df(index_id, tsquery) -> count`` when the query context
+  offers it (the tool caches the counts with the statistics), else by a
+  subquery of the scoring statement;
+- a glob's per-word document frequencies are exact when the glob matches
+  at most GLOB_EXACT_DOCS documents, else the glob's own frequency is used.
+
+Cost per matched row: ~15-40 us for words and phrases (binary searches
+with setweight/ts_filter), more for broad globs (every lexeme of the
+document with the prefix is scored, as ZCTextIndex does).  The
+``"ts_rank"`` mode is PostgreSQL's cheaper ts_rank, with another order.
+
+The expressions hold their values as *literals*, no parameters: numbers
+(the statistics, the document frequencies the tool counted), lexemes and
+tsqueries.  The expression is evaluated per matched row; with constants
+the planner folds the statistics' arithmetic once, and the statement
+reads the same in ``EXPLAIN`` and in the log as it runs.
+"""
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.text.encoding import DL_MARK
+from plone.pgcatalog.indexes.text.encoding import dl_positions_sql
+from plone.pgcatalog.indexes.text.encoding import dl_sql
+from plone.pgcatalog.indexes.text.encoding import quote_lexeme
+from plone.pgcatalog.indexes.text.querytree import _And
+from plone.pgcatalog.indexes.text.querytree import _Glob
+from plone.pgcatalog.indexes.text.querytree import _Or
+from plone.pgcatalog.indexes.text.querytree import _Phrase
+from plone.pgcatalog.indexes.text.querytree import _Word
+from plone.pgcatalog.indexes.text.querytree import match_sql
+from plone.pgcatalog.indexes.text.querytree import positive
+from plone.pgcatalog.indexes.text.querytree import tsquery_text
+
+
+#: Rows read to estimate the mean document length when no statistics are
+#: given (exact for indexes with no more documents than this).
+STATS_SAMPLE = 500
+#: Document frequencies (for the idf) are counted up to this many
+#: documents; a more frequent word is scored as if it had this many.
+DF_EXACT_LIMIT = 2000
+#: A glob matching at most this many documents gets the exact per-word
+#: document frequencies of ZCTextIndex in its score; a broader glob uses
+#: its own document frequency for all its words.
+GLOB_EXACT_DOCS = 1000
+
+# Okapi BM25 constants of Products.ZCTextIndex.OkapiIndex.
+_K1 = 1.2
+_B = 0.75
+
+
+def f8(value):
+    """A float literal PostgreSQL reads back to the same double (psycopg
+    writes a float literal as its ``repr``)."""
+    return q("{}::float8", literal(float(value)))
+
+
+_K1_SQL = f8(_K1)
+_K1_PLUS1_SQL = f8(_K1 + 1.0)
+_B_SQL = f8(_B)
+_B_FROM1_SQL = f8(1.0 - _B)
+_ONE_SQL = f8(1.0)
+_SCALE_SQL = f8(1024.0)
+_HALF_SQL = f8(0.5)
+
+#: the text table
+TEXT = ident(schema.TEXT)
+#: the tsvector of the text row ``t`` (the row of the entry ``e``)
+T_TSV = q("t.tsv")
+#: the statement's catalog scope, when no catalog id is known
+_NO_SCOPE = q("")
+
+
+def stats_sql(index_id, qc):
+    """``(N, mean document length, scope)`` of text index ``index_id`` as
+    Fragments.
+
+    ``qc.text_stats(index_id)`` may return exact ``(document_count,
+    total_word_count)`` numbers (the tool keeps them, as OkapiIndex keeps
+    ``document_count``/``_totaldoclen``); otherwise N is counted and the
+    mean length is taken from the first STATS_SAMPLE rows (exact for
+    indexes that small).  ``qc.cid``, when set, scopes the statistics to
+    one catalog (``scope``: a condition on the text row ``x``)."""
+    name = literal(index_id)
+    cid = getattr(qc, "cid", None)
+    scope = _NO_SCOPE
+    if cid is not None:
+        # text rows carry their catalog's id (no join to scope them)
+        scope = q(" AND x.cid = {}", literal(int(cid)))
+    stats = getattr(qc, "text_stats", None)
+    found = stats(index_id) if callable(stats) else None
+    if found:
+        count, total = found
+        count = max(int(count), 1)
+        return f8(count), f8(float(int(total)) / float(count)), scope
+    n_sql = q("(SELECT greatest(count(*), 1)::float8 FROM {} x WHERE "
+              "x.name = {}{})", TEXT, name, scope)
+    mean_sql = q(
+        "(SELECT greatest(coalesce(sum(y.dl), 0)::float8 / "
+        "greatest(count(*), 1)::float8, 1e-9::float8) FROM (SELECT "
+        "{} AS dl FROM {} x WHERE x.name = {}{} LIMIT {}) y)",
+        dl_sql(q("x.tsv")), TEXT, name, scope, literal(STATS_SAMPLE))
+    return n_sql, mean_sql, scope
+
+
+def rank_sql(index_id, node, qc=None, mode="okapi"):
+    """Relevance of the matched entry ``e`` for the match tree ``node`` of
+    text index ``index_id``: ZCTextIndex's Okapi BM25 score, or
+    PostgreSQL's ts_rank (``mode="ts_rank"``).  A Fragment with literals
+    only (see the module docstring)."""
+    name = literal(index_id)
+    if mode == "ts_rank":
+        return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
+                 "t.rid = e.rid AND t.name = {})",
+                 literal(tsquery_text(positive(node))), TEXT, name)
+    n_sql, mean_sql, scope = stats_sql(index_id, qc)
+    text_df = getattr(qc, "text_df", None)
+    df = None
+    if text_df is not None:
+        def df(tsquery):
+            return text_df(index_id, tsquery)
+    return _Scorer(name, n_sql, mean_sql, scope, df).build(node)
+
+
+def df_sql(index_id, cid, tsquery):
+    """The statement counting the documents of catalog ``cid`` whose text
+    in index ``index_id`` matches ``tsquery`` (a tsquery's text), up to
+    DF_EXACT_LIMIT: a word's document frequency.  The catalog id and the
+    tsquery are parameters."""
+    return q("SELECT count(*) FROM (SELECT 1 FROM {} x WHERE x.name = {} "
+             "AND x.cid = {} AND x.tsv @@ {}::tsquery LIMIT {}) c",
+             TEXT, literal(index_id), cid, tsquery,
+             literal(DF_EXACT_LIMIT))
+
+
+def glob_filter(node, lex):
+    """The lexeme ``lex`` (a Fragment) is one the glob ``node`` matches."""
+    conds = [q("starts_with({}, {})", lex, literal(node.prefix))]
+    if node.regex is not None:
+        conds.append(q("{} ~ {}", lex, literal(node.regex)))
+    return join(" AND ", conds)
+
+
+def glob_slice(node, array):
+    """The part of a sorted lexeme array (a Fragment) that may start with
+    the glob's prefix (tsvector lexemes are sorted bytewise: those lexemes
+    are adjacent)."""
+    prefix = literal(node.prefix)
+    return q('{}[width_bucket({} COLLATE "C", {}) : width_bucket(({} || '
+             'chr(1114111)) COLLATE "C", {})]',
+             array, prefix, array, prefix, array)
+
+
+def _column(kind, number):
+    # a column of the per-row lateral subquery ``s``: f<n> (a word's term
+    # frequency), gl<n> / gc<n> (a glob's lexemes and their frequencies)
+    return kind + str(number)
+
+
+class _Scorer:
+    """ZCTextIndex's Okapi BM25 score (OkapiIndex._search_wids summed as
+    the parse tree's weighted unions/intersections do) as SQL.
+
+    Per matched row it only reads the query's lexemes out of the tsvector
+    (``setweight`` + ``ts_filter``: binary searches in C), plus the
+    lexeme array for globs; collection statistics are uncorrelated
+    subqueries (computed once per statement)."""
+
+    def __init__(self, name, n_sql, meandl_sql, scope, df=None):
+        self.name = name            # the index id as a literal
+        self.n_sql = n_sql
+        self.meandl_sql = meandl_sql
+        self.scope = scope
+        #: ``df(tsquery text) -> count`` (capped at DF_EXACT_LIMIT), when
+        #: the caller keeps document frequencies; else counted in SQL
+        self.df = df
+        self.words = {}     # lexeme -> column number
+        self.globs = []     # _Glob nodes
+
+    def tf(self, f):
+        # OkapiIndex._search_wids, same operations in the same order.
+        return q("({} * {} / ({} + {} * ({} + {} * s.dl / {})))",
+                 f, _K1_PLUS1_SQL, f, _K1_SQL, _B_FROM1_SQL, _B_SQL,
+                 self.meandl_sql)
+
+    def idf(self, df):
+        # inverse_doc_frequency() * 1024.0
+        return q("(ln({} + {} / ({})::float8) * {})",
+                 _ONE_SQL, self.n_sql, df, _SCALE_SQL)
+
+    def count_sql(self, tsquery):
+        # Documents matching ``tsquery``, counted up to DF_EXACT_LIMIT.
+        if self.df is not None:
+            found = self.df(tsquery)
+            if found is not None:
+                return f8(max(int(found), 1))
+        return q("(SELECT greatest(count(*), 1) FROM (SELECT 1 FROM {} x "
+                 "WHERE x.name = {} AND x.tsv @@ {}::tsquery{} LIMIT {}) c)",
+                 TEXT, self.name, literal(tsquery), self.scope,
+                 literal(DF_EXACT_LIMIT))
+
+    def word(self, lex):
+        col = self.words.setdefault(lex, len(self.words))
+        f = ident("s", _column("f", col))
+        return q("(CASE WHEN {} > 0 THEN floor({} * {} + {}) ELSE 0 END)",
+                 f, self.tf(f), self.idf(self.count_sql(quote_lexeme(lex))),
+                 _HALF_SQL)
+
+    def glob(self, node):
+        col = len(self.globs)
+        self.globs.append(node)
+        tsquery = tsquery_text(node)
+        count = self.count_sql(tsquery)
+        # lexeme -> document frequency, exact when the glob matches at
+        # most GLOB_EXACT_DOCS documents; otherwise every lexeme gets the
+        # glob's own document frequency.
+        dfmap = q(
+            "(SELECT CASE WHEN {} <= {} THEN (SELECT "
+            "jsonb_object_agg(y.l, y.n) FROM (SELECT g.l, count(*) AS n "
+            "FROM {} x CROSS JOIN LATERAL (SELECT "
+            "tsvector_to_array(x.tsv) AS a) xa CROSS JOIN LATERAL "
+            "unnest({}) AS g(l) WHERE x.name = {} AND x.tsv @@ "
+            "{}::tsquery AND {}{} GROUP BY g.l) y) END)",
+            count, literal(GLOB_EXACT_DOCS), TEXT,
+            glob_slice(node, q("xa.a")), self.name, literal(tsquery),
+            glob_filter(node, q("g.l")), self.scope)
+        df = q("coalesce(({} ->> g.l)::float8, {})", dfmap, count)
+        return q("(SELECT coalesce(sum(floor({} * {} + {})), 0) FROM "
+                 "unnest({}, {}) AS g(l, c))",
+                 self.tf(q("g.c")), self.idf(df), _HALF_SQL,
+                 ident("s", _column("gl", col)),
+                 ident("s", _column("gc", col)))
+
+    def score(self, node, gated=False):
+        if isinstance(node, _Word):
+            return self.word(node.lex)
+        if isinstance(node, _Glob):
+            return self.glob(node)
+        if isinstance(node, _Phrase):
+            terms = [self.word(lex) for lex in node.lexes]
+        elif isinstance(node, _And):
+            terms = [self.score(n) for n in node.pos]
+        elif isinstance(node, _Or):
+            # a union adds the scores of the branches that matched
+            return q("({})", join(" + ", [
+                self.score(n, gated=True) for n in node.kids]))
+        else:  # pragma: no cover
+            raise TypeError(node)
+        if gated:
+            return q("(CASE WHEN {} THEN {} ELSE 0 END)",
+                     match_sql(node, T_TSV, literal), join(" + ", terms))
+        return q("({})", join(" + ", terms))
+
+    def build(self, node):
+        score = self.score(node)
+        if not self.globs:
+            # term frequencies and length stored beside the tsvector
+            cols = [q("t.dl::float8 AS dl")] + [
+                q("(t.tf ->> {})::float8 AS {}", literal(lex),
+                  ident(_column("f", col)))
+                for lex, col in self.words.items()]
+            return q("(SELECT {} FROM {} t CROSS JOIN LATERAL (SELECT {}) s "
+                     "WHERE t.rid = e.rid AND t.name = {})",
+                     score, TEXT, join(", ", cols), self.name)
+        wanted = join(" || ", [q("ARRAY[{}]::text[]", join(", ", [
+            literal(lex) for lex in [DL_MARK] + list(self.words)]))] + [
+            glob_slice(glob, q("ta.a")) for glob in self.globs])
+        cols = [q("coalesce(max({}) FILTER (WHERE u.lexeme = {}), 0)::float8 "
+                  "AS dl", dl_positions_sql(q("u.positions")),
+                  literal(DL_MARK))]
+        for lex, col in self.words.items():
+            cols.append(q("sum(cardinality(u.positions)) FILTER (WHERE "
+                          "u.lexeme = {})::float8 AS {}",
+                          literal(lex), ident(_column("f", col))))
+        for col, glob in enumerate(self.globs):
+            cond = glob_filter(glob, q("u.lexeme"))
+            cols.append(q("array_agg(u.lexeme) FILTER (WHERE {}) AS {}",
+                          cond, ident(_column("gl", col))))
+            cols.append(q("array_agg(cardinality(u.positions)::float8) "
+                          "FILTER (WHERE {}) AS {}",
+                          cond, ident(_column("gc", col))))
+        return q("(SELECT {} FROM {} t CROSS JOIN LATERAL (SELECT "
+                 "tsvector_to_array(t.tsv) AS a) ta CROSS JOIN LATERAL "
+                 "(SELECT {} FROM unnest(ts_filter(setweight(t.tsv, 'A', {}), "
+                 "'{{a}}')) u) s WHERE t.rid = e.rid AND t.name = {})",
+                 score, TEXT, join(", ", cols), wanted, self.name)

@@ -571,7 +571,7 @@ def test_word_and_length_statistics(env):
     for name in NAMES:
         zidx = cat._catalog.getIndex(name)
         index = env["pg"][name]
-        ((count,),) = fetch(env, index.pgc_unique_words_sql())
+        ((count,),) = fetch(env, index.pgc_unique_words_sql(env["cid"]))
         assert count == zidx.numObjects()
         rows = fetch(env, q(
             "SELECT e.path, {} FROM pgcatalog_entries e JOIN pgcatalog_text t"

@@ -19,7 +19,6 @@ import time
 from plone.pgcatalog import db
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogMissing
-from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import literal
 from plone.pgcatalog.fragment import q
@@ -340,7 +339,7 @@ class CatalogStore:
         score, cached as the collection statistics are."""
         key = (self.session.dsn, self.cid, index.getId(), tsquery)
         return self._text_cached(_text_df, key, TEXT_DF_MAX, lambda: int(
-            self.value(_df(index, self.cid, tsquery))))
+            self.value(index.pgc_df_sql(self.cid, tsquery))))
 
     def _text_cached(self, cache, key, size, compute):
         if self.session.has_writes:
@@ -360,28 +359,13 @@ class CatalogStore:
         row = self.execute(q(
             "SELECT count(*), coalesce(sum({}), 0) FROM {} JOIN {} ON "
             "e.rid = t.rid WHERE e.cid = {} AND t.name = {}",
-            _doclen(index), TEXT, ENTRIES, self.cid,
+            index.pgc_doclen_sql("t"), TEXT, ENTRIES, self.cid,
             index.getId())).fetchone()
         return int(row[0]), int(row[1])
 
     def unique_words(self, index):
-        return self.value(q(
-            "SELECT count(*) FROM ({}) w", index.pgc_unique_words_sql(
-                self.cid)))
-
-
-def _doclen(index):
-    try:
-        return index.pgc_doclen_sql(q("t.tsv"))
-    except TypeError:  # transition: text kind writing text
-        return Fragment(index.pgc_doclen_sql("t.tsv"))
-
-
-def _df(index, cid, tsquery):
-    try:
-        return index.pgc_df_sql(cid, tsquery)
-    except TypeError:  # transition: text kind writing text
-        return Fragment(index.pgc_df_sql(), (cid, tsquery))
+        """Distinct words of text index ``index`` in this catalog."""
+        return self.value(index.pgc_unique_words_sql(self.cid))
 
 
 def forget_caches():

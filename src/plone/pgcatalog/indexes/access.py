@@ -188,13 +188,17 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def numObjects(self):
+        # ZCTextIndex: its distinct words; the others: documents
+        if self.pgc_storage == "text":
+            return _store(self).unique_words(self)
         return _store(self).index_count(self)
 
     @zpublish(False)
     @security.protected(search_zcatalog)
     def indexSize(self):
         if self.pgc_storage != "idx":
-            return self.numObjects()
+            # ZCTextIndex: the documents it indexes
+            return _store(self).index_count(self)
         return len(self._pgc_unique_values())
 
     def __len__(self):

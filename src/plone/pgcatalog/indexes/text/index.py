@@ -185,14 +185,14 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         return q("coalesce({}, {})", ident(alias, "dl"),
                  dl_sql(ident(alias, "tsv")))
 
-    def pgc_unique_words_sql(self):
-        """The statement (a Fragment without parameters) counting the
-        distinct words of this index (ZCTextIndex's ``numObjects``) over
-        every catalog's text rows ``x``."""
+    def pgc_unique_words_sql(self, cid):
+        """The statement (a Fragment) counting the distinct words of this
+        index (ZCTextIndex's ``numObjects``) in catalog ``cid``'s text
+        rows."""
         return q("SELECT count(DISTINCT u.lexeme) FROM {} x CROSS JOIN "
                  "LATERAL unnest(tsvector_to_array(x.tsv)) AS u(lexeme) "
-                 "WHERE x.name = {} AND u.lexeme <> {}",
-                 TEXT, literal(self.getId()), literal(DL_MARK))
+                 "WHERE x.cid = {} AND x.name = {} AND u.lexeme <> {}",
+                 TEXT, cid, literal(self.getId()), literal(DL_MARK))
 
     def pgc_indexes(self):
         # shared by the catalogs with a text index of this name (a

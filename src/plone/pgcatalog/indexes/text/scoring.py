@@ -28,6 +28,8 @@ tsqueries.  The expression is evaluated per matched row; with constants
 the planner folds the statistics' arithmetic once, and the statement
 reads the same in ``EXPLAIN`` and in the log as it runs.
 """
+import functools
+
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import ident
@@ -129,10 +131,7 @@ def rank_sql(index_id, node, qc=None, mode="okapi"):
                  literal(tsquery_text(positive(node))), TEXT, name)
     n_sql, mean_sql, scope = stats_sql(index_id, qc)
     text_df = getattr(qc, "text_df", None)
-    df = None
-    if text_df is not None:
-        def df(tsquery):
-            return text_df(index_id, tsquery)
+    df = None if text_df is None else functools.partial(text_df, index_id)
     return _Scorer(name, n_sql, mean_sql, scope, df).build(node)
 
 

@@ -934,7 +934,7 @@ class PGCatalogTool(UniqueObject, Folder):
         object); a type plone.pgcatalog cannot serve fails here, loudly."""
         check_index_name(name)
         if IPluggableIndex.providedBy(type):
-            from plone.pgcatalog.setuphandlers import convert_index
+            from plone.pgcatalog.indexes import convert_index
             index = convert_index(type)
         else:
             klass = kind_for(type)

@@ -34,8 +34,8 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     last user goes).
 
 Per-index PostgreSQL indexes are described by the index kinds
-(``pgc_indexes``: :class:`IndexSpec`) and created by the tool when
-``addIndex`` runs.  B-tree expression indexes are partial, one per catalog
+(``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
+built once its transaction committed (:mod:`plone.pgcatalog.ddl`).  B-tree expression indexes are partial, one per catalog
 (``WHERE cid = N``): another catalog's values (another index kind under the
 same name) never reach them.  GIN indexes (keyword lists, text) are shared
 by the catalogs using the same name and kind.
@@ -60,6 +60,9 @@ INDEXES = "pgcatalog_indexes"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
 DDL_LOCK = 0x70676361  # "pgca"
+#: (this, hashtext(name)): one process at a time builds or drops a
+#: PostgreSQL index of the catalog (plone.pgcatalog.ddl)
+INDEX_LOCK = 0x70676369  # "pgci"
 #: (this, cid): one process at a time folds a catalog's commit log
 COMPACT_LOCK = 0x70676363  # "pgcc"
 
@@ -98,16 +101,20 @@ class IndexSpec:
         self.where = where
         self.shared = shared
 
-    def statement(self, cid, index_id):
+    def statement(self, cid, index_id, concurrently=False):
         """``(PostgreSQL index name, CREATE INDEX statement)`` for catalog
-        ``cid``'s index ``index_id``."""
+        ``cid``'s index ``index_id`` (``CREATE INDEX CONCURRENTLY`` with
+        ``concurrently``: outside a transaction block only)."""
         parts = [self.tag, index_id, self.body, self.where or ""]
         where = [self.where] if self.where else []
         if not self.shared:
             parts.append(str(int(cid)))
             where.insert(0, "cid = %d" % int(cid))
         name = index_name(*parts)
-        stmt = sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} {}{}").format(
+        stmt = sql.SQL(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} {}{}"
+            if concurrently else
+            "CREATE INDEX IF NOT EXISTS {} ON {} {}{}").format(
             name, sql.Identifier(self.table), sql.SQL(self.body),
             sql.SQL(" WHERE " + " AND ".join(where) if where else ""))
         return name.as_string(None).strip('"'), stmt

@@ -10,9 +10,15 @@
   lone surrogates (matched exactly), a 3,000-byte title (committed, sorted
   as ZCatalog sorts), through plone.restapi as an editor sends them.
 * The security filters cannot be weakened by ``<index>_<option>`` keys.
+* ``addIndex`` blocks no other catalog: its PostgreSQL indexes are
+  registered in the transaction and built after the commit (``CREATE INDEX
+  CONCURRENTLY``); a failed build leaves no invalid index, and an invalid
+  one is dropped and built again.
 """
+import time
 import unittest
 
+import psycopg
 import transaction
 from plone.app.testing import applyProfile
 from plone.app.testing import login
@@ -26,6 +32,8 @@ from plone.app.testing import PloneSandboxLayer
 from plone.testing.zope import WSGI_SERVER_FIXTURE
 
 from plone.pgcatalog import db
+from plone.pgcatalog import ddl
+from plone.pgcatalog.config import get_dsn
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.testing import CatalogStateLayerMixin
 from plone.pgcatalog.testing import PGCATALOG_FIXTURE
@@ -40,6 +48,15 @@ def pg_indexes():
         return {row[0] for row in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE indexname LIKE "
             "'pgcatalog\\_x\\_%'").fetchall()}
+
+
+def index_state(name):
+    """True (valid), False (invalid) or None (no such index)."""
+    with db.get_pool().connection() as conn:
+        row = conn.execute(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = "
+            "i.indexrelid WHERE c.relname = %s", (name,)).fetchone()
+    return None if row is None else row[0]
 
 
 def paths(results):
@@ -70,8 +87,11 @@ class TestIndexLifecycle(unittest.TestCase):
                  "UUIDIndex"]
         for name, kind in zip(names, kinds):
             self.catalog.addIndex(name, kind)
+        # registered in the transaction, built after the commit
+        self.assertEqual(pg_indexes(), before)
         transaction.commit()
         self.assertGreater(len(pg_indexes() - before), 0)
+        self.assertTrue(all(index_state(n) for n in pg_indexes() - before))
         for name in names:
             self.catalog.delIndex(name)
         transaction.commit()
@@ -173,6 +193,119 @@ class TestIndexLifecycle(unittest.TestCase):
                 self.catalog.addIndex(name, "FieldIndex")
             self.assertNotIn(name, self.catalog.indexes())
         transaction.commit()
+
+
+class TestAddIndexBlocksNoOtherCatalog(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Document", "doc", title="Site A")
+        other = PGCatalogTool("other_catalog")
+        self.portal._setObject("other_catalog", other)
+        self.other = self.portal.other_catalog
+        self.other.addIndex("id", "FieldIndex")
+        self.other.catalog_object(self.portal.doc, "/elsewhere/doc")
+        transaction.commit()
+        self.created = []
+
+    def tearDown(self):
+        transaction.abort()
+        if "blocker" in self.catalog.indexes():
+            self.catalog.delIndex("blocker")
+        self.portal._delObject("other_catalog")
+        transaction.commit()
+        with db.get_pool().connection() as conn:
+            for name in self.created:
+                conn.execute('DROP INDEX IF EXISTS "%s"' % name)
+
+    def test_other_catalogs_write_while_an_index_is_added(self):
+        other_cid = self.other._pgc_cid()
+        # site A's transaction writes catalog rows, then adds an index
+        self.portal.doc.setTitle("Edited")
+        self.portal.doc.reindexObject()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        self.assertTrue(self.catalog._pgc_session().in_pg_txn)
+        self.catalog.addIndex("blocker", "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        (name,) = ddl.wanted(self.catalog._catalog.getIndex("blocker"),
+                             self.catalog._pgc_cid())
+        with psycopg.connect(get_dsn(), autocommit=True) as conn:
+            # used to wait for site A's commit: CREATE INDEX holds a SHARE
+            # lock on pgcatalog_entries to the end of its transaction
+            conn.execute("SET lock_timeout = '2s'")
+            started = time.monotonic()
+            conn.execute("UPDATE pgcatalog_entries SET idx = idx || "
+                         "'{\"x\": 1}' WHERE cid = %s", (other_cid,))
+            conn.execute("INSERT INTO pgcatalog_entries (cid, path, parent, "
+                         "depth) VALUES (%s, '/elsewhere/new', '/elsewhere', "
+                         "2)", (other_cid,))
+            self.assertLess(time.monotonic() - started, 2)
+        # registered, not built (queries are answered without it)
+        self.assertIsNone(index_state(name))
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            blocker="Edited")), [])       # not reindexed yet
+        transaction.commit()
+        self.assertIs(index_state(name), True)
+        self.catalog.reindexIndex("blocker", None)
+        transaction.commit()
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            blocker="Edited")), ["/plone/doc"])
+
+    def _register(self, name):
+        self.created.append(name)
+        with db.get_pool().connection() as conn:
+            conn.execute("INSERT INTO pgcatalog_indexes (cid, name, pg_index)"
+                         " VALUES (%s, 'test', %s)",
+                         (self.other._pgc_cid(), name))
+
+    def test_a_failed_build_leaves_no_invalid_index(self):
+        name = "pgcatalog_x_failtest"
+        self._register(name)
+        bad = ("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON "
+               "pgcatalog_entries (((idx ->> 'id')::int))" % name)
+        self.assertEqual(ddl.build_now(get_dsn(), {name: bad}), [])
+        self.assertIsNone(index_state(name))
+
+    def test_an_invalid_index_is_dropped_and_built_again(self):
+        name = "pgcatalog_x_invalidtest"
+        self._register(name)
+        with psycopg.connect(get_dsn(), autocommit=True) as conn:
+            # a concurrent build that failed: PostgreSQL leaves it INVALID
+            with self.assertRaises(psycopg.Error):
+                conn.execute("CREATE INDEX CONCURRENTLY %s ON "
+                             "pgcatalog_entries (((idx ->> 'id')::int))"
+                             % name)
+        self.assertIs(index_state(name), False)
+        good = ("CREATE INDEX CONCURRENTLY IF NOT EXISTS %s ON "
+                "pgcatalog_entries ((idx ->> 'id'))" % name)
+        self.assertEqual(ddl.build_now(get_dsn(), {name: good}), [name])
+        self.assertIs(index_state(name), True)
+        # unregistered names are not built (a rolled-back addIndex)
+        self.assertEqual(ddl.build_now(get_dsn(), {
+            "pgcatalog_x_unregistered": good.replace(
+                name, "pgcatalog_x_unregistered")}), [])
+        self.assertIsNone(index_state("pgcatalog_x_unregistered"))
+
+    def test_sync_builds_an_invalid_index_again(self):
+        with db.get_pool().connection() as conn:
+            if not conn.execute("SELECT rolsuper FROM pg_roles WHERE "
+                                "rolname = current_user").fetchone()[0]:
+                self.skipTest("marking an index invalid needs a superuser")
+            name = conn.execute(
+                "SELECT pg_index FROM pgcatalog_indexes WHERE cid = %s AND "
+                "name = 'review_state'",
+                (self.catalog._pgc_cid(),)).fetchone()[0]
+            conn.execute("UPDATE pg_index SET indisvalid = false WHERE "
+                         "indexrelid = %s::regclass", (name,))
+        self.assertIs(index_state(name), False)
+        created, dropped = self.catalog.pgc_sync_indexes()
+        self.assertEqual(created, [name])
+        transaction.commit()
+        self.assertIs(index_state(name), True)
 
 
 class TestSecurityFiltersCannotBeWeakened(unittest.TestCase):

@@ -1,4 +1,14 @@
-"""The catalog tables: creation and migration of older schema versions."""
+"""The catalog tables: creation, and migration of every earlier layout.
+
+tests/old_schemas holds the tables exactly as earlier releases created them
+(frozen from the repository's history by tests/old_schemas/freeze.py), with
+a few rows: each is loaded into a fresh database and upgraded, and must then
+equal a freshly created database (tables, columns with types, collations and
+defaults, indexes, constraints, storage options, sequences) and keep its
+rows.
+"""
+import glob
+import os
 import re
 
 import psycopg
@@ -8,30 +18,87 @@ from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
 
 
+OLD_SCHEMAS = sorted(glob.glob(os.path.join(
+    os.path.dirname(__file__), "old_schemas", "v*.sql")))
+
+
+def _database():
+    dsn = pgserver.fresh_database("pgcatalog_schema")
+    return dsn, psycopg.connect(dsn, autocommit=True)
+
+
 @pytest.fixture
 def conn():
-    dsn = pgserver.fresh_database("pgcatalog_schema")
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    dsn, conn = _database()
+    with conn:
         yield conn
     pgserver.drop_database(dsn)
 
 
-def _meta_type(conn):
-    return conn.execute(
-        "SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = "
-        "'pgcatalog_meta'::regclass AND attname = 'meta'").fetchone()[0]
+@pytest.fixture(scope="module")
+def fresh():
+    """The layout of a database created by this version."""
+    dsn, conn = _database()
+    with conn:
+        schema.ensure_schema(conn)
+        found = describe(conn)
+    pgserver.drop_database(dsn)
+    return found
 
 
-def _text_options(conn):
-    return conn.execute("SELECT reloptions FROM pg_class WHERE oid = "
-                        "'pgcatalog_text'::regclass").fetchone()[0]
+def describe(conn):
+    """The catalog tables' layout, as the system catalogs report it
+    (independent of column order: columns added by ALTER TABLE come last)."""
+    def rows(query):
+        return sorted(tuple(r) for r in conn.execute(query).fetchall())
+    return {
+        "relations": rows(
+            "SELECT c.relname, c.relkind::text, "
+            "array_to_string(ARRAY(SELECT unnest(c.reloptions) ORDER BY 1), "
+            "',') FROM pg_class c WHERE c.relnamespace = current_schema()::"
+            "regnamespace AND c.relname LIKE 'pgcatalog%' AND c.relname NOT "
+            "LIKE 'pgcatalog\\_x\\_%'"),
+        "columns": rows(
+            "SELECT table_name, column_name, data_type, udt_name, "
+            "coalesce(collation_name, ''), is_nullable, "
+            "coalesce(column_default, ''), coalesce(is_identity, '') "
+            "FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND table_name LIKE 'pgcatalog%'"),
+        "indexes": rows(
+            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE "
+            "schemaname = current_schema() AND tablename LIKE 'pgcatalog%' "
+            "AND indexname NOT LIKE 'pgcatalog\\_x\\_%'"),
+        "constraints": rows(
+            "SELECT conrelid::regclass::text, conname, contype::text, "
+            "pg_get_constraintdef(oid) FROM pg_constraint WHERE "
+            "connamespace = current_schema()::regnamespace AND "
+            "conrelid::regclass::text LIKE 'pgcatalog%'"),
+        "sequences": rows(
+            "SELECT sequence_name, data_type, start_value, increment "
+            "FROM information_schema.sequences WHERE sequence_schema = "
+            "current_schema()"),
+        "owned_sequences": rows(
+            "SELECT s.relname, t.relname, a.attname FROM pg_depend d "
+            "JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+            "JOIN pg_class t ON t.oid = d.refobjid "
+            "JOIN pg_attribute a ON a.attrelid = t.oid AND "
+            "a.attnum = d.refobjsubid WHERE s.relname LIKE 'pgcatalog%'"),
+        "version": rows("SELECT version FROM pgcatalog_schema"),
+    }
 
 
-def _has_stamp(conn):
-    return conn.execute(
-        "SELECT count(*) FROM pg_attribute WHERE attrelid = "
-        "'pgcatalog_catalogs'::regclass AND attname = 'stamp'").fetchone()[
-            0] == 1
+def load(conn, path):
+    with open(path) as source:
+        text = source.read()
+    # several statements, no parameters: the simple query protocol
+    psycopg.ClientCursor(conn).execute(text)
+    return int(re.match(r"v(\d+)-", os.path.basename(path)).group(1))
+
+
+def _pg_indexes(conn):
+    return {r[0] for r in conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = "
+        "current_schema()").fetchall()}
 
 
 def test_fresh_database_gets_current_version(conn):
@@ -39,36 +106,91 @@ def test_fresh_database_gets_current_version(conn):
     assert conn.execute(
         "SELECT version FROM pgcatalog_schema").fetchall() == [
             (schema.SCHEMA_VERSION,)]
-    assert _meta_type(conn) == "json"
-    assert _text_options(conn) == ["toast_tuple_target=8160"]
     # idempotent
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 
 
-def test_version_1_metadata_migrated_to_json(conn):
-    # the version 1 layout: metadata as jsonb
-    for stmt in schema.BASE_DDL:
-        stmt = stmt.replace("meta json NOT NULL", "meta jsonb NOT NULL")
-        stmt = stmt.replace(") WITH (toast_tuple_target = 8160)", ")")
-        conn.execute(re.sub(r"\n\s*stamp bigint[^,]*,", "", stmt))
-    assert not _has_stamp(conn)
-    assert _text_options(conn) is None
-    conn.execute("INSERT INTO pgcatalog_schema VALUES (1)")
-    assert _meta_type(conn) == "jsonb"
-    conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('k')")
-    conn.execute("INSERT INTO pgcatalog_entries (cid, path, parent, depth) "
-                 "VALUES (1, '/p/a', '/p', 2)")
-    conn.execute("INSERT INTO pgcatalog_meta SELECT rid, "
-                 "'{\"Title\": \"A\", \"n\": [1, 2]}'::jsonb "
-                 "FROM pgcatalog_entries")
+def test_fresh_database_is_the_documented_layout(fresh):
+    tables = {r[0]: r[2] for r in fresh["relations"] if r[1] == "r"}
+    assert sorted(tables) == sorted([
+        "pgcatalog_schema", "pgcatalog_catalogs", "pgcatalog_entries",
+        "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
+        "pgcatalog_indexes"])
+    assert set(tables["pgcatalog_entries"].split(",")) == {
+        "autovacuum_analyze_scale_factor=0.02",
+        "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
+        "toast_tuple_target=8160"}
+    assert tables["pgcatalog_text"] == "toast_tuple_target=8160"
+    columns = {(r[0], r[1]): r[2:] for r in fresh["columns"]}
+    assert columns[("pgcatalog_meta", "meta")][0] == "json"
+    assert columns[("pgcatalog_entries", "path")][2] == "C"
+    assert columns[("pgcatalog_text", "cid")][3] == "NO"
+    assert ("pgcatalog_catalogs", "stamp") in columns
+    assert ("pgcatalog_text", "tf") in columns
+    assert "pgcatalog_entries_depth" in [r[1] for r in fresh["indexes"]]
+
+
+def test_every_old_layout_is_kept_as_a_fixture():
+    assert {re.match(r"v(\d+)-", os.path.basename(p)).group(1)
+            for p in OLD_SCHEMAS} == {
+                str(v) for v in range(1, schema.SCHEMA_VERSION)}
+
+
+@pytest.mark.parametrize("path", OLD_SCHEMAS, ids=os.path.basename)
+def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
+    version = load(conn, path)
+    assert schema.schema_version(conn) == version
+    entries = conn.execute(
+        "SELECT rid, cid, path, parent, depth, idx FROM pgcatalog_entries "
+        "ORDER BY rid").fetchall()
+    meta = conn.execute("SELECT rid, meta::text::jsonb FROM pgcatalog_meta "
+                        "ORDER BY rid").fetchall()
+    text = conn.execute("SELECT rid, name, tsv::text FROM pgcatalog_text "
+                        "ORDER BY rid").fetchall()
+    counters = conn.execute("SELECT cid, key, counter FROM "
+                            "pgcatalog_catalogs ORDER BY cid").fetchall()
+
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
-    assert _meta_type(conn) == "json"
-    assert _has_stamp(conn)
-    assert _text_options(conn) == ["toast_tuple_target=8160"]
-    assert conn.execute("SELECT meta FROM pgcatalog_meta").fetchone()[0] == {
-        "Title": "A", "n": [1, 2]}
-    assert conn.execute("SELECT version FROM pgcatalog_schema").fetchone()[
-        0] == schema.SCHEMA_VERSION
+
+    assert describe(conn) == fresh
+    # the rows survived, in the current layout
+    assert conn.execute(
+        "SELECT rid, cid, path, parent, depth, idx FROM pgcatalog_entries "
+        "ORDER BY rid").fetchall() == entries
+    assert conn.execute("SELECT rid, meta FROM pgcatalog_meta "
+                        "ORDER BY rid").fetchall() == meta
+    assert conn.execute("SELECT rid, name, tsv::text FROM pgcatalog_text "
+                        "ORDER BY rid").fetchall() == text
+    assert conn.execute(
+        "SELECT t.rid FROM pgcatalog_text t JOIN pgcatalog_entries e "
+        "ON e.rid = t.rid WHERE t.cid <> e.cid").fetchall() == []
+    assert conn.execute("SELECT cid, key, counter FROM pgcatalog_catalogs "
+                        "ORDER BY cid").fetchall() == counters
+    # the shared (cid, depth) index of the ExtendedPathIndex kind is gone
+    assert schema.index_name("pgcatalog", "path", "depth").as_string(
+        None).strip('"') not in _pg_indexes(conn)
+    # and the database works as a fresh one: new rows get new rids
+    conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('new')")
+    rid = conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, parent, depth) SELECT "
+        "cid, '/new', '', 1 FROM pgcatalog_catalogs WHERE key = 'new' "
+        "RETURNING rid").fetchone()[0]
+    assert rid > max(r[0] for r in entries)
+    # idempotent
+    assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+
+
+def test_steps_are_append_only():
+    """Version 1 is the DDL the first release ran, verbatim (the frozen
+    v1 fixture of that release), whatever the current layout is."""
+    first = os.path.join(os.path.dirname(__file__), "old_schemas",
+                         "v1-3abbf57.sql")
+    with open(first) as source:
+        frozen = source.read()
+    for stmt in schema._V1:
+        assert stmt + ";" in frozen
+    assert schema.STEPS[0] is schema._v1
+    assert schema.SCHEMA_VERSION == len(schema.STEPS)
 
 
 def test_newer_schema_is_refused(conn):

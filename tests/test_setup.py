@@ -1,4 +1,7 @@
-"""Install, uninstall, toolset re-import, multi-site scoping, ZMI status."""
+"""Install, uninstall, toolset re-import, multi-site scoping, ZMI status;
+the GenericSetup patch applied explicitly; no tool <-> setuphandlers cycle."""
+import subprocess
+import sys
 import unittest
 
 import transaction
@@ -41,6 +44,46 @@ class TestToolset(unittest.TestCase):
         with self.assertRaises(UnsupportedIndexType):
             catalog.addIndex("tl", "TopicIndex")
         self.assertNotIn("tl", catalog.indexes())
+
+
+def _run(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=300)
+
+
+class TestPatchAndImports(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def test_the_layer_loads_the_patch_from_zcml(self):
+        from Products.GenericSetup.registry import ToolsetRegistry
+        from plone.pgcatalog import patches
+        self.assertTrue(patches.applied())
+        patches.apply()         # idempotent: still one wrapper
+        self.assertIs(ToolsetRegistry.listRequiredToolInfo,
+                      patches._list_required_tool_info)
+        self.assertIsNot(patches._original, patches._list_required_tool_info)
+
+    def test_importing_modules_patches_nothing(self):
+        done = _run(
+            "import plone.pgcatalog.setuphandlers, plone.pgcatalog.tool\n"
+            "from Products.GenericSetup.registry import ToolsetRegistry\n"
+            "print(ToolsetRegistry.listRequiredToolInfo.__module__)\n")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "Products.GenericSetup.registry")
+
+    def test_tool_and_setuphandlers_do_not_import_each_other(self):
+        # convert_index lives with the index kinds; the tool needs nothing
+        # of setuphandlers, which imports the tool at its top
+        from plone.pgcatalog import indexes
+        from plone.pgcatalog import setuphandlers
+        self.assertIs(setuphandlers.convert_index, indexes.convert_index)
+        done = _run(
+            "import sys, plone.pgcatalog.tool\n"
+            "print('plone.pgcatalog.setuphandlers' in sys.modules)\n")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip(), "False")
+        with open(sys.modules["plone.pgcatalog.tool"].__file__) as source:
+            self.assertNotIn("setuphandlers", source.read())
 
 
 class TestUninstall(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""The PostgreSQL indexes behind a catalog's indexes: create, register, drop.
+"""The PostgreSQL indexes behind a catalog's indexes: register, build, drop.
 
 An index kind says which PostgreSQL indexes it wants
 (``pgc_indexes()``: :class:`plone.pgcatalog.schema.IndexSpec`); B-trees are
@@ -6,21 +6,39 @@ partial on one catalog's rows, GIN indexes shared by the catalogs that use
 the same name and kind.  ``pgcatalog_indexes`` records, per catalog and
 index name, which PostgreSQL indexes it uses, so that:
 
-* ``addIndex`` creates them (``CREATE INDEX IF NOT EXISTS``) and registers
-  them; re-adding a name with another kind first drops what the old kind
-  had (in the transaction: its values would not fit the old expressions);
+* ``addIndex`` registers them in its transaction, and they are built once
+  that transaction committed (:func:`build`), with ``CREATE INDEX
+  CONCURRENTLY`` on a connection of their own.  A plain ``CREATE INDEX``
+  takes a SHARE lock on ``pgcatalog_entries``, the table every catalog of
+  the database writes to, until the end of its transaction: every site's
+  writes waited for the request that added an index to commit.  A concurrent
+  build blocks no reads and no writes.  The cost: until it is built, queries
+  on the new index are answered correctly but without it (slower on large
+  catalogs); the build scans the table twice and waits for the transactions
+  older than it to end.  The committing transaction waits for it at most
+  :data:`BUILD_WAIT` seconds (not at all when its snapshot is RelStorage's,
+  whose load connection is such an older transaction), then it goes on in
+  the background.  A build that failed (or a process that died) leaves an
+  INVALID index behind: the next build of that name drops it and builds it
+  again, and ``pgc_sync_indexes`` (:func:`sync`) finds the catalog's missing
+  and invalid indexes and builds them.
+* Re-adding a name with another kind first drops what the old kind had (in
+  the transaction: its values would not fit the old expressions);
 * ``delIndex`` unregisters them in the transaction and drops them once it
   has committed (``DROP INDEX CONCURRENTLY``: readers are not blocked), a
   shared one when no catalog uses it any more;
-* :func:`sync` (``reindexIndex``, ``pgc_sync_indexes``) creates what is
-  missing and drops what this catalog's indexes no longer want.
+* :func:`sync` (``reindexIndex``, ``pgc_sync_indexes``) registers and builds
+  what is missing and drops what this catalog's indexes no longer want.
 
-Creation runs on a connection of its own (its lock must not be held until
-the ZODB transaction ends) unless the transaction already wrote catalog
-rows: then it joins the transaction (a separate connection would wait for
-the transaction's own row locks).
+Builds and drops take a lock per PostgreSQL index name
+(:data:`~plone.pgcatalog.schema.INDEX_LOCK`): a name is built or dropped by
+one process at a time, and only while it is (build) or is not (drop)
+registered.
 """
+import contextlib
 import logging
+import queue
+import threading
 
 import psycopg
 from psycopg import sql
@@ -31,6 +49,10 @@ from plone.pgcatalog import schema
 
 logger = logging.getLogger("plone.pgcatalog")
 
+#: seconds a commit that added indexes waits for them to be built before it
+#: leaves the rest to the background builder
+BUILD_WAIT = 30.0
+
 _REGISTERED_SQL = ("SELECT pg_index FROM pgcatalog_indexes WHERE cid = %s "
                    "AND name = %s")
 _REGISTER_SQL = ("INSERT INTO pgcatalog_indexes (cid, name, pg_index) "
@@ -38,19 +60,32 @@ _REGISTER_SQL = ("INSERT INTO pgcatalog_indexes (cid, name, pg_index) "
 _UNREGISTER_SQL = ("DELETE FROM pgcatalog_indexes WHERE cid = %s AND "
                    "name = %s AND pg_index = ANY(%s) RETURNING pg_index")
 _USED_SQL = "SELECT 1 FROM pgcatalog_indexes WHERE pg_index = %s LIMIT 1"
+#: the catalog's PostgreSQL indexes that can serve queries
+_VALID_SQL = (
+    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = "
+    "i.indexrelid WHERE c.relnamespace = current_schema()::regnamespace "
+    "AND i.indisvalid")
+#: whether index %s is valid (no row: it does not exist)
+_VALIDITY_SQL = (
+    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = "
+    "i.indexrelid WHERE c.relnamespace = current_schema()::regnamespace "
+    "AND c.relname = %s")
 
 
 def wanted(index, cid):
-    """``{PostgreSQL index name: CREATE INDEX statement}`` of ``index``."""
+    """``{PostgreSQL index name: CREATE INDEX CONCURRENTLY statement}`` of
+    ``index``."""
     found = {}
     for spec in index.pgc_indexes():
-        name, statement = spec.statement(cid, index.getId())
+        name, statement = spec.statement(cid, index.getId(),
+                                         concurrently=True)
         found[name] = statement
     return found
 
 
 def create(session, cid, index):
-    """Create and register the PostgreSQL indexes of ``index``."""
+    """Register the PostgreSQL indexes of ``index`` (in the transaction)
+    and build them once it committed."""
     index_id = index.getId()
     want = wanted(index, cid)
     registered = {row[0] for row in session.execute(
@@ -69,25 +104,143 @@ def create(session, cid, index):
         _drop_now(session, cid, dropping)
     if not want:
         return
-    statements = list(want.values())
-    registrations = [(cid, index_id, name) for name in want]
-    if session.in_pg_txn:
-        for statement in statements:
-            session.execute_write(cid, statement, ())
-        for params in registrations:
-            session.execute_write(cid, _REGISTER_SQL, params)
-        return
+    for name in want:
+        session.execute_write(cid, _REGISTER_SQL, (cid, index_id, name))
+    _builds_of(session).statements.update(want)
+
+
+class _AfterCommit:
+    """The commit hook building what a transaction registered (one per
+    transaction: one wait).  What a savepoint rolled back stays here but is
+    not built: only registered names are."""
+
+    def __init__(self, session):
+        self.session = session
+        self.statements = {}
+
+    def __call__(self):
+        # RelStorage's load connection (same database) holds a snapshot
+        # older than the build until this transaction's end: do not wait
+        wait = 0 if self.session.snapshot_id else BUILD_WAIT
+        build(self.session.dsn, self.statements, wait)
+
+
+def _builds_of(session):
+    for hook in session.commit_hooks:
+        if isinstance(hook, _AfterCommit):
+            return hook
+    hook = _AfterCommit(session)
+    session.on_commit(hook)
+    return hook
+
+
+# -- building after the commit ----------------------------------------------
+_jobs = queue.Queue()
+_builder = None
+_builder_lock = threading.Lock()
+_pending = set()
+
+
+class _Job:
+
+    def __init__(self, dsn, statements):
+        self.dsn = dsn
+        self.statements = dict(statements)
+        self.done = threading.Event()
+
+
+def build(dsn, statements, wait=BUILD_WAIT):
+    """Build the registered ones of ``statements`` (``{name: CREATE INDEX
+    CONCURRENTLY ...}``) in the background builder; wait at most ``wait``
+    seconds.  Returns whether they were built (or found built) by then."""
+    global _builder
+    if not statements:
+        return True
+    job = _Job(dsn, statements)
+    with _builder_lock:
+        _pending.add(job)
+        if _builder is None or not _builder.is_alive():
+            _builder = threading.Thread(
+                target=_work, name="plone.pgcatalog index builder",
+                daemon=True)
+            _builder.start()
+    _jobs.put(job)
+    if not job.done.wait(wait):
+        logger.info("building catalog indexes %s goes on in the background",
+                    sorted(statements))
+    return job.done.is_set()
+
+
+def wait_for_builds(timeout=None):
+    """Wait until the builds scheduled so far are done (tests, scripts).
+    Returns whether they are."""
+    with _builder_lock:
+        jobs = list(_pending)
+    return all(job.done.wait(timeout) for job in jobs)
+
+
+def _work():
+    while True:
+        job = _jobs.get()
+        try:
+            build_now(job.dsn, job.statements)
+        except Exception:
+            logger.warning("building catalog indexes %s failed (a later "
+                           "pgc_sync_indexes builds them)",
+                           sorted(job.statements), exc_info=True)
+        finally:
+            job.done.set()
+            with _builder_lock:
+                _pending.discard(job)
+
+
+@contextlib.contextmanager
+def _name_lock(conn, name):
+    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))",
+                 (schema.INDEX_LOCK, name))
     try:
-        with db.get_pool(session.dsn).connection() as conn:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                             (schema.DDL_LOCK,))
-                for statement in statements:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                     (schema.INDEX_LOCK, name))
+
+
+def build_now(dsn, statements):
+    """Build, here and now, the registered ones of ``statements`` that are
+    missing or invalid (an invalid one is dropped first); on a connection of
+    its own, in autocommit mode (``CREATE INDEX CONCURRENTLY`` runs in no
+    transaction block), waiting as long as the build needs.  A build that
+    fails is logged and its invalid leftover dropped.  Returns the names
+    built."""
+    built = []
+    with psycopg.connect(dsn, autocommit=True,
+                         application_name=db.APPLICATION_NAME) as conn:
+        conn.execute("SET lock_timeout = 0")
+        for name, statement in sorted(statements.items()):
+            with _name_lock(conn, name):
+                if not conn.execute(_USED_SQL, (name,)).fetchone():
+                    continue  # rolled back, or deleted since
+                found = conn.execute(_VALIDITY_SQL, (name,)).fetchone()
+                if found and found[0]:
+                    continue
+                if found:
+                    _drop_concurrently(conn, name)
+                try:
                     conn.execute(statement, ())
-                for params in registrations:
-                    conn.execute(_REGISTER_SQL, params)
-    except psycopg.Error as exc:
-        raise db.translate_error(exc, "CREATE INDEX") from None
+                except psycopg.Error:
+                    logger.warning("building catalog index %s failed (a "
+                                   "later pgc_sync_indexes builds it)", name,
+                                   exc_info=True)
+                    if not conn.broken:
+                        _drop_concurrently(conn, name)
+                    continue
+                built.append(name)
+    return built
+
+
+def _drop_concurrently(conn, name):
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+        sql.Identifier(name)))
 
 
 def remove(session, cid, index_id):
@@ -122,16 +275,10 @@ def drop_unused(dsn, names):
     try:
         with db.get_pool(dsn).connection() as conn:
             for name in names:
-                conn.execute("SELECT pg_advisory_lock(%s)", (schema.DDL_LOCK,))
-                try:
+                with _name_lock(conn, name):
                     if conn.execute(_USED_SQL, (name,)).fetchone():
                         continue
-                    conn.execute(sql.SQL(
-                        "DROP INDEX CONCURRENTLY IF EXISTS {}").format(
-                            sql.Identifier(name)))
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)",
-                                 (schema.DDL_LOCK,))
+                    _drop_concurrently(conn, name)
     except psycopg.Error:
         logger.warning("dropping unused catalog indexes %s failed (a later "
                        "pgc_sync_indexes drops them)", names, exc_info=True)
@@ -139,17 +286,16 @@ def drop_unused(dsn, names):
 
 def sync(session, cid, indexes):
     """Make catalog ``cid``'s PostgreSQL indexes what ``indexes`` (its
-    index objects) want: create the missing ones, unregister the others
-    (dropped after the commit).  Returns ``(created, dropped)`` names."""
+    index objects) want: register the missing and invalid ones (built after
+    the commit), unregister the others (dropped after the commit).  Returns
+    ``(created, dropped)`` names."""
     created, dropped = [], []
     rows = session.execute("SELECT name, pg_index FROM pgcatalog_indexes "
                            "WHERE cid = %s", (cid,)).fetchall()
     registered = {}
     for name, pg_index in rows:
         registered.setdefault(name, set()).add(pg_index)
-    existing = {row[0] for row in session.execute(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = "
-        "current_schema()").fetchall()}
+    existing = {row[0] for row in session.execute(_VALID_SQL).fetchall()}
     by_name = {index.getId(): index for index in indexes}
     for index_id, index in by_name.items():
         want = wanted(index, cid)

@@ -34,18 +34,22 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     last user goes).
 
 Per-index PostgreSQL indexes are described by the index kinds
-(``pgc_indexes``: :class:`IndexSpec`) and created by the tool when
-``addIndex`` runs.  B-tree expression indexes are partial, one per catalog
+(``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
+built once its transaction committed (:mod:`plone.pgcatalog.ddl`).  B-tree expression indexes are partial, one per catalog
 (``WHERE cid = N``): another catalog's values (another index kind under the
 same name) never reach them.  GIN indexes (keyword lists, text) are shared
 by the catalogs using the same name and kind.
+
+Migrations (the end of this module) are append-only: ``STEPS[0]`` is the
+DDL version 1 created, verbatim, and every later step only alters what the
+steps before it made.  A fresh database runs them all; a database of
+version ``n`` runs those after ``n``.  To change the schema, append a step
+and bump nothing else; never edit a step (databases made by it exist).
 """
 import hashlib
 
 from psycopg import sql
 
-
-SCHEMA_VERSION = 4
 
 ENTRIES = "pgcatalog_entries"
 META = "pgcatalog_meta"
@@ -55,66 +59,12 @@ COMMITS = "pgcatalog_commits"
 INDEXES = "pgcatalog_indexes"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
-DDL_LOCK = _DDL_LOCK = 0x70676361  # "pgca"
+DDL_LOCK = 0x70676361  # "pgca"
+#: (this, hashtext(name)): one process at a time builds or drops a
+#: PostgreSQL index of the catalog (plone.pgcatalog.ddl)
+INDEX_LOCK = 0x70676369  # "pgci"
 #: (this, cid): one process at a time folds a catalog's commit log
 COMPACT_LOCK = 0x70676363  # "pgcc"
-
-BASE_DDL = [
-    """CREATE TABLE IF NOT EXISTS pgcatalog_schema (
-        version integer NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_catalogs (
-        cid serial PRIMARY KEY,
-        key text NOT NULL UNIQUE,
-        counter bigint NOT NULL DEFAULT 0,
-        stamp bigint NOT NULL DEFAULT 0,
-        created timestamptz NOT NULL DEFAULT now()
-    )""",
-    "CREATE SEQUENCE IF NOT EXISTS pgcatalog_rid_seq",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_entries (
-        rid bigint PRIMARY KEY DEFAULT nextval('pgcatalog_rid_seq'),
-        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
-        path text COLLATE "C" NOT NULL,
-        parent text COLLATE "C" NOT NULL,
-        depth integer NOT NULL,
-        idx jsonb NOT NULL DEFAULT '{}'::jsonb
-    ) WITH (toast_tuple_target = 8160, fillfactor = 90,
-            autovacuum_vacuum_scale_factor = 0.05,
-            autovacuum_analyze_scale_factor = 0.02)""",
-    """CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_entries_path
-        ON pgcatalog_entries (cid, path)""",
-    """CREATE INDEX IF NOT EXISTS pgcatalog_entries_parent
-        ON pgcatalog_entries (cid, parent)""",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_meta (
-        rid bigint PRIMARY KEY REFERENCES pgcatalog_entries ON DELETE CASCADE,
-        meta json NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_text (
-        rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
-        cid integer NOT NULL,
-        name text NOT NULL,
-        tsv tsvector NOT NULL,
-        dl integer,
-        tf jsonb,
-        PRIMARY KEY (rid, name)
-    ) WITH (toast_tuple_target = 8160)""",
-    # navigation by depth, and the per-catalog depth facts of the path index
-    """CREATE INDEX IF NOT EXISTS pgcatalog_entries_depth
-        ON pgcatalog_entries (cid, depth)""",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_commits (
-        id bigserial PRIMARY KEY,
-        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
-        delta bigint NOT NULL
-    )""",
-    """CREATE INDEX IF NOT EXISTS pgcatalog_commits_cid
-        ON pgcatalog_commits (cid)""",
-    """CREATE TABLE IF NOT EXISTS pgcatalog_indexes (
-        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
-        name text NOT NULL,
-        pg_index text NOT NULL,
-        PRIMARY KEY (cid, name, pg_index)
-    )""",
-]
 
 #: (change counter, change stamp) of catalog %s: the folded figures plus
 #: the commit log's
@@ -151,16 +101,20 @@ class IndexSpec:
         self.where = where
         self.shared = shared
 
-    def statement(self, cid, index_id):
+    def statement(self, cid, index_id, concurrently=False):
         """``(PostgreSQL index name, CREATE INDEX statement)`` for catalog
-        ``cid``'s index ``index_id``."""
+        ``cid``'s index ``index_id`` (``CREATE INDEX CONCURRENTLY`` with
+        ``concurrently``: outside a transaction block only)."""
         parts = [self.tag, index_id, self.body, self.where or ""]
         where = [self.where] if self.where else []
         if not self.shared:
             parts.append(str(int(cid)))
             where.insert(0, "cid = %d" % int(cid))
         name = index_name(*parts)
-        stmt = sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} {}{}").format(
+        stmt = sql.SQL(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} {}{}"
+            if concurrently else
+            "CREATE INDEX IF NOT EXISTS {} ON {} {}{}").format(
             name, sql.Identifier(self.table), sql.SQL(self.body),
             sql.SQL(" WHERE " + " AND ".join(where) if where else ""))
         return name.as_string(None).strip('"'), stmt
@@ -172,37 +126,77 @@ def index_name(*parts):
     return sql.Identifier(f"pgcatalog_x_{digest}")
 
 
-def ensure_schema(conn):
-    """Create or upgrade the tables (idempotent; safe with concurrent
-    processes thanks to an advisory lock).  ``conn`` is in autocommit mode."""
+def index_statements(index, cid):
+    """The CREATE INDEX statements of an index object for catalog ``cid``
+    (tests and tools; the tool registers them too: plone.pgcatalog.ddl)."""
+    return [spec.statement(cid, index.getId())[1]
+            for spec in index.pgc_indexes()]
+
+
+def ensure_index_ddl(conn, statements):
+    """Run CREATE INDEX statements (under the DDL lock; with an empty
+    parameter tuple, as their literals double ``%``)."""
+    if not statements:
+        return
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-        row = conn.execute(
-            "SELECT to_regclass('pgcatalog_schema') IS NOT NULL").fetchone()
-        version = 0
-        if row[0]:
-            found = conn.execute(
-                "SELECT max(version) FROM pgcatalog_schema").fetchone()[0]
-            version = found or 0
-        if version == SCHEMA_VERSION:
-            return version
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                "The catalog tables have schema version %s, newer than this "
-                "plone.pgcatalog (%s): upgrade the package." % (
-                    version, SCHEMA_VERSION))
-        for stmt in BASE_DDL:
-            conn.execute(stmt)
-        for migrate in MIGRATIONS[version:]:
-            migrate(conn)
-        conn.execute("DELETE FROM pgcatalog_schema")
-        conn.execute("INSERT INTO pgcatalog_schema (version) VALUES (%s)",
-                     (SCHEMA_VERSION,))
-    return SCHEMA_VERSION
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+        for stmt in statements:
+            conn.execute(stmt, ())
+
+
+# -- migrations (append-only) -----------------------------------------------
+#
+# Each step upgrades a database of version ``n - 1`` to version ``n``.  A
+# version number stood, in past releases, for more than one layout: the base
+# DDL was edited without a new version (text rows' ``cid``, ``dl`` and
+# ``tf``, the entries' storage options at version 1; the catalogs' ``stamp``
+# at version 2), and upgrades ran the edited base DDL, whose ``CREATE ...
+# IF NOT EXISTS`` left existing tables as they were.  Step 5 brings every
+# such layout to one; tests/test_schema.py loads each layout (frozen from the
+# repository's history, tests/old_schemas) and compares the result with a
+# fresh database.
+
+#: Version 1: the tables as plone.pgcatalog first created them.  Frozen.
+_V1 = [
+    """CREATE TABLE IF NOT EXISTS pgcatalog_schema (
+        version integer NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_catalogs (
+        cid serial PRIMARY KEY,
+        key text NOT NULL UNIQUE,
+        counter bigint NOT NULL DEFAULT 0,
+        created timestamptz NOT NULL DEFAULT now()
+    )""",
+    "CREATE SEQUENCE IF NOT EXISTS pgcatalog_rid_seq",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_entries (
+        rid bigint PRIMARY KEY DEFAULT nextval('pgcatalog_rid_seq'),
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        path text COLLATE "C" NOT NULL,
+        parent text COLLATE "C" NOT NULL,
+        depth integer NOT NULL,
+        idx jsonb NOT NULL DEFAULT '{}'::jsonb
+    )""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_entries_path
+        ON pgcatalog_entries (cid, path)""",
+    """CREATE INDEX IF NOT EXISTS pgcatalog_entries_parent
+        ON pgcatalog_entries (cid, parent)""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_meta (
+        rid bigint PRIMARY KEY REFERENCES pgcatalog_entries ON DELETE CASCADE,
+        meta jsonb NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS pgcatalog_text (
+        rid bigint NOT NULL REFERENCES pgcatalog_entries ON DELETE CASCADE,
+        name text NOT NULL,
+        tsv tsvector NOT NULL,
+        PRIMARY KEY (rid, name)
+    )""",
+]
 
 
 def _v1(conn):
-    """Version 1: the base tables (created above)."""
+    """Version 1: the base tables."""
+    for stmt in _V1:
+        conn.execute(stmt)
 
 
 def _v2(conn):
@@ -219,21 +213,6 @@ def _v2(conn):
                      "USING meta::text::json")
 
 
-def _v4(conn):
-    """Version 4: the commit log (a change counter writers never conflict
-    on), the registry of the PostgreSQL indexes each catalog uses, the
-    (cid, depth) index in the base schema.  The shared expression indexes
-    of earlier versions stay until ``pgc_sync_indexes`` (or
-    ``reindexIndex``) replaces them with per-catalog ones; the counter moves
-    as it is."""
-    old_depth = compose(index_name("pgcatalog", "path", "depth"))
-    conn.execute("DROP INDEX IF EXISTS %s" % old_depth)
-
-
-def compose(composable):
-    return composable.as_string(None)
-
-
 def _v3(conn):
     """Version 3: text rows up to 8 KB stay in line, uncompressed.  The
     score reads each matched row's term frequencies (``tf``); compressed,
@@ -243,23 +222,93 @@ def _v3(conn):
     conn.execute("ALTER TABLE pgcatalog_text SET (toast_tuple_target = 8160)")
 
 
-#: MIGRATIONS[n] upgrades from version n to n+1.
-MIGRATIONS = [_v1, _v2, _v3, _v4]
+def _v4(conn):
+    """Version 4: the commit log (a change counter writers never conflict
+    on), the registry of the PostgreSQL indexes each catalog uses, the
+    (cid, depth) index in the base schema.  The shared expression indexes
+    of earlier versions stay until ``pgc_sync_indexes`` (or
+    ``reindexIndex``) replaces them with per-catalog ones; the counter moves
+    as it is."""
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_entries_depth
+        ON pgcatalog_entries (cid, depth)""")
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_commits (
+        id bigserial PRIMARY KEY,
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        delta bigint NOT NULL
+    )""")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_commits_cid
+        ON pgcatalog_commits (cid)""")
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_indexes (
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        name text NOT NULL,
+        pg_index text NOT NULL,
+        PRIMARY KEY (cid, name, pg_index)
+    )""")
+    # the ExtendedPathIndex kind's shared (cid, depth) index, replaced by
+    # pgcatalog_entries_depth
+    old_depth = index_name("pgcatalog", "path", "depth").as_string(None)
+    conn.execute("DROP INDEX IF EXISTS %s" % old_depth)
 
 
-def index_statements(index, cid):
-    """The CREATE INDEX statements of an index object for catalog ``cid``
-    (tests and tools; the tool registers them too: plone.pgcatalog.ddl)."""
-    return [spec.statement(cid, index.getId())[1]
-            for spec in index.pgc_indexes()]
+def _v5(conn):
+    """Version 5: what earlier releases changed in the base DDL without a
+    migration, for databases created before the change: text rows'
+    catalog id (filled from their entries), word count and term
+    frequencies (empty until a row is written again: reindex the text
+    indexes of a catalog made before they existed); the entries' storage
+    options
+    (rows in line and uncompressed, eager autovacuum); the catalogs'
+    ``stamp`` (a version 2 database made before it was added)."""
+    conn.execute("ALTER TABLE pgcatalog_catalogs ADD COLUMN IF NOT EXISTS "
+                 "stamp bigint NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE pgcatalog_entries SET ("
+                 "toast_tuple_target = 8160, fillfactor = 90, "
+                 "autovacuum_vacuum_scale_factor = 0.05, "
+                 "autovacuum_analyze_scale_factor = 0.02)")
+    conn.execute("ALTER TABLE pgcatalog_text ADD COLUMN IF NOT EXISTS "
+                 "cid integer")
+    conn.execute("UPDATE pgcatalog_text t SET cid = e.cid FROM "
+                 "pgcatalog_entries e WHERE t.cid IS NULL AND e.rid = t.rid")
+    conn.execute("ALTER TABLE pgcatalog_text ALTER COLUMN cid SET NOT NULL")
+    conn.execute("ALTER TABLE pgcatalog_text ADD COLUMN IF NOT EXISTS "
+                 "dl integer")
+    conn.execute("ALTER TABLE pgcatalog_text ADD COLUMN IF NOT EXISTS "
+                 "tf jsonb")
 
 
-def ensure_index_ddl(conn, statements):
-    """Run CREATE INDEX statements (under the DDL lock; with an empty
-    parameter tuple, as their literals double ``%``)."""
-    if not statements:
-        return
+#: STEPS[n - 1] makes version n of version n - 1.  Append only.
+STEPS = [_v1, _v2, _v3, _v4, _v5]
+
+SCHEMA_VERSION = len(STEPS)
+
+
+def schema_version(conn):
+    """The version of the catalog tables in ``conn``'s database (0: none)."""
+    if not conn.execute(
+            "SELECT to_regclass('pgcatalog_schema') IS NOT NULL").fetchone()[0]:
+        return 0
+    return conn.execute(
+        "SELECT max(version) FROM pgcatalog_schema").fetchone()[0] or 0
+
+
+def ensure_schema(conn):
+    """Create or upgrade the tables (idempotent; safe with concurrent
+    processes thanks to an advisory lock): run the steps after the
+    database's version, in one transaction.  ``conn`` is in autocommit
+    mode."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
-        for stmt in statements:
-            conn.execute(stmt, ())
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+        version = schema_version(conn)
+        if version == SCHEMA_VERSION:
+            return version
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                "The catalog tables have schema version %s, newer than this "
+                "plone.pgcatalog (%s): upgrade the package." % (
+                    version, SCHEMA_VERSION))
+        for step in STEPS[version:]:
+            step(conn)
+        conn.execute("DELETE FROM pgcatalog_schema")
+        conn.execute("INSERT INTO pgcatalog_schema (version) VALUES (%s)",
+                     (SCHEMA_VERSION,))
+    return SCHEMA_VERSION

@@ -6,14 +6,23 @@ metadata definitions (Plone's and add-ons'), the same lexicon pipelines and
 properties, registers it as the ``ICatalogTool`` utility and in the
 GenericSetup toolset, then indexes all content (comments included).
 Uninstall does the reverse and puts back a fully indexed ZCatalog.
+
+Install also pins the tool's class in the toolset registry
+(``_pgcatalog_pinned``), which :mod:`plone.pgcatalog.patches` reads so that
+importing Plone's ``toolset.xml`` again keeps this tool.
 """
 from Acquisition import aq_base
-from Persistence import Persistent
 from Products.CMFCore.interfaces import ICatalogTool
-from Products.GenericSetup.registry import ToolsetRegistry
+from Products.CMFCore.utils import getToolByName
+from Products.CMFPlone.CatalogTool import CatalogTool
+from Products.ZCatalog.ZCatalog import ZCatalog
+from Products.ZCTextIndex.ZCTextIndex import index_types
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
 
 from plone.pgcatalog import logger
-from plone.pgcatalog.indexes import kind_for
+# re-exported from its old home (callers that import it from here)
+from plone.pgcatalog.indexes import convert_index  # noqa: F401  # noqa: F401  (kept importable here)
+from plone.pgcatalog.tool import PGCatalogTool
 
 
 TOOL_ID = "portal_catalog"
@@ -21,28 +30,7 @@ TOOL_CLASS = "plone.pgcatalog.tool.PGCatalogTool"
 ZCATALOG_CLASS = "Products.CMFPlone.CatalogTool.CatalogTool"
 
 
-def _is_data(value):
-    """Index attributes that hold data (BTrees, Lengths, Okapi indexes)."""
-    return isinstance(value, Persistent) or type(value).__module__.startswith(
-        ("BTrees", "Products.ZCTextIndex.OkapiIndex",
-         "Products.ZCTextIndex.CosineIndex"))
-
-
-def convert_index(index, target=None):
-    """A copy of ``index``'s configuration as an index of class ``target``
-    (default: the plone.pgcatalog kind serving its meta_type)."""
-    index = aq_base(index)
-    klass = target or kind_for(index.meta_type)
-    new = klass.__new__(klass)
-    for key, value in index.__dict__.items():
-        if key.startswith("_v_") or key.startswith("_p_") or _is_data(value):
-            continue
-        new.__dict__[key] = value
-    return new
-
-
 def _copy_lexicons(old, new):
-    from Products.ZCTextIndex.ZCTextIndex import PLexicon
     for oid, obj in old.objectItems():
         obj = aq_base(obj)
         if obj.meta_type == "ZCTextIndex Lexicon":
@@ -79,7 +67,6 @@ def _swap_tool(portal, new):
 
 def install(portal):
     """Replace portal_catalog by plone.pgcatalog's tool and index all."""
-    from plone.pgcatalog.tool import PGCatalogTool
     old = portal[TOOL_ID]
     if isinstance(aq_base(old), PGCatalogTool):
         tool = old
@@ -101,9 +88,6 @@ def install(portal):
 
 def uninstall(portal):
     """Put back a ZCatalog-based portal_catalog, fully indexed."""
-    from Products.CMFPlone.CatalogTool import CatalogTool
-    from Products.ZCatalog.ZCatalog import ZCatalog
-    from plone.pgcatalog.tool import PGCatalogTool
     old = portal[TOOL_ID]
     if not isinstance(aq_base(old), PGCatalogTool):
         return old
@@ -129,7 +113,6 @@ def uninstall(portal):
                     fresh.index = None
                     fresh._v_lexicon = None
                     lexicon = getattr(new_wrapped, fresh.lexicon_id)
-                    from Products.ZCTextIndex.ZCTextIndex import index_types
                     fresh.index = index_types[fresh._index_type](lexicon) \
                         if hasattr(fresh, "_index_type") else \
                         index_types["Okapi BM25 Rank"](lexicon)
@@ -152,7 +135,6 @@ def uninstall(portal):
 
 
 def _portal(setup_tool):
-    from Products.CMFCore.utils import getToolByName
     return getToolByName(setup_tool, "portal_url").getPortalObject()
 
 
@@ -164,23 +146,3 @@ def post_install(setup_tool):
 def post_uninstall(setup_tool):
     """GenericSetup post_handler of the uninstall profile."""
     uninstall(_portal(setup_tool))
-
-
-# -- keep the tool when Plone's toolset.xml is imported again --------------
-_orig_list_required = ToolsetRegistry.listRequiredToolInfo
-
-
-def _list_required_tool_info(self):
-    infos = _orig_list_required(self)
-    pinned = getattr(aq_base(self), "_pgcatalog_pinned", None)
-    if not pinned:
-        return infos
-    result = []
-    for info in infos:
-        if info.get("id") == TOOL_ID:
-            info = dict(info, **{"class": pinned})
-        result.append(info)
-    return result
-
-
-ToolsetRegistry.listRequiredToolInfo = _list_required_tool_info

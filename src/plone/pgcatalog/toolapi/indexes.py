@@ -13,6 +13,7 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import ddl
 from plone.pgcatalog.catalog import check_index_name
+from plone.pgcatalog.indexes import convert_index
 from plone.pgcatalog.indexes import kind_for
 
 
@@ -57,8 +58,6 @@ class IndexesAPI:
         object); a type plone.pgcatalog cannot serve fails here, loudly."""
         check_index_name(name)
         if IPluggableIndex.providedBy(type):
-            # setuphandlers imports the tool: imported here (cycle)
-            from plone.pgcatalog.setuphandlers import convert_index
             index = convert_index(type)
         else:
             klass = kind_for(type)

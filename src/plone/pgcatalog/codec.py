@@ -41,7 +41,7 @@ from Missing import MV
 from plone.pgcatalog import plonetypes
 from plone.pgcatalog import unpickle
 from plone.pgcatalog.unpickle import UnpicklingRefused
-from plone.pgcatalog.unpickle import allow_class  # noqa: F401  # noqa: F401  (API for integrators)
+from plone.pgcatalog.unpickle import allow_class  # noqa: F401  (API for integrators)
 
 
 TAG = "@pgc:"

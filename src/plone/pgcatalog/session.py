@@ -285,11 +285,9 @@ class CatalogSession:
         lazy = writer_module.lazy_metadata(self.pending.ops)
         if lazy:
             # one statement for the batch: which entries have metadata
-            keys = list(lazy)
+            statement = writer_module.with_metadata(list(lazy))
             present = {tuple(r) for r in self._run(
-                writer_module.WITH_METADATA_SQL,
-                ([k[0] for k in keys], [k[1] for k in keys]), True,
-                False).fetchall()}
+                statement.text, statement.params, True, False).fetchall()}
             writer_module.resolve_metadata(lazy, present)
         ops = self.pending.take_ops()
         counter = self.pending.take_counter()

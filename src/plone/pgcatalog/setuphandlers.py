@@ -21,7 +21,7 @@ from Products.ZCTextIndex.ZCTextIndex import PLexicon
 
 from plone.pgcatalog import logger
 # re-exported from its old home (callers that import it from here)
-from plone.pgcatalog.indexes import convert_index  # noqa: F401  # noqa: F401  (kept importable here)
+from plone.pgcatalog.indexes import convert_index  # noqa: F401  (kept importable here)
 from plone.pgcatalog.tool import PGCatalogTool
 
 

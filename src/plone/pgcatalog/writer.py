@@ -11,6 +11,11 @@ pipeline: one network round trip for the whole batch.
 """
 import orjson
 
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
+
 
 class PendingWrites:
     """Catalog writes not yet sent to PostgreSQL, coalesced per entry.
@@ -152,12 +157,17 @@ def lazy_metadata(ops):
     return lazy
 
 
-#: which of the (cid, path) pairs have metadata
-WITH_METADATA_SQL = """
-    SELECT e.cid, e.path FROM pgcatalog_entries e
-    JOIN pgcatalog_meta m ON m.rid = e.rid
-    JOIN unnest(%s::bigint[], %s::text[]) AS k(cid, path)
-      ON e.cid = k.cid AND e.path = k.path"""
+ENTRIES = ident(schema.ENTRIES)
+META = ident(schema.META)
+TEXT = ident(schema.TEXT)
+
+
+def with_metadata(keys):
+    """Which of the ``(cid, path)`` pairs ``keys`` have metadata."""
+    return q("SELECT e.cid, e.path FROM {} e JOIN {} m ON m.rid = e.rid "
+             "JOIN unnest({}::bigint[], {}::text[]) AS k(cid, path) "
+             "ON e.cid = k.cid AND e.path = k.path", ENTRIES, META,
+             [k[0] for k in keys], [k[1] for k in keys])
 
 
 def resolve_metadata(lazy, present):
@@ -187,95 +197,61 @@ def split_path(path):
     return parent, len(parts)
 
 
-_DELETE_SQL = "DELETE FROM pgcatalog_entries WHERE cid = %s AND path = %s"
-
-_ENTRY_FULL = """
-    INSERT INTO pgcatalog_entries AS x (cid, path, parent, depth, idx)
-    VALUES (%s, %s, %s, %s, %s::jsonb)
-    ON CONFLICT (cid, path) DO UPDATE SET idx = EXCLUDED.idx
-    RETURNING rid"""
-
-_ENTRY_PATCH = """
-    INSERT INTO pgcatalog_entries AS x (cid, path, parent, depth, idx)
-    VALUES (%s, %s, %s, %s, %s::jsonb)
-    ON CONFLICT (cid, path) DO UPDATE
-        SET idx = (x.idx || EXCLUDED.idx) - %s::text[]
-    RETURNING rid"""
-
-_META = """
-    m AS (INSERT INTO pgcatalog_meta (rid, meta)
-          SELECT rid, %s::json FROM e
-          ON CONFLICT (rid) DO UPDATE SET meta = EXCLUDED.meta)"""
-
-_TEXT_DELETE_OTHERS = """
-    td AS (DELETE FROM pgcatalog_text t USING e
-           WHERE t.rid = e.rid AND NOT (t.name = ANY(%s::text[])))"""
-
-_TEXT_DELETE_NAMED = """
-    td AS (DELETE FROM pgcatalog_text t USING e
-           WHERE t.rid = e.rid AND t.name = ANY(%s::text[]))"""
-
-_TEXT_UPSERT = """
-    ti AS (INSERT INTO pgcatalog_text (rid, cid, name, tsv, dl, tf)
-           SELECT e.rid, %s, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb
-           FROM e, unnest(%s::text[], %s::text[], %s::int[], %s::text[])
-               AS v(name, tsv, dl, tf)
-           ON CONFLICT (rid, name) DO UPDATE SET tsv = EXCLUDED.tsv,
-               dl = EXCLUDED.dl, tf = EXCLUDED.tf)"""
-
-_sql_cache = {}
+def lock_statement(cid, paths):
+    """Lock the existing rows of ``paths`` in path order."""
+    return q("SELECT 1 FROM {} WHERE cid = {} AND path = ANY({}) "
+             "ORDER BY path FOR UPDATE", ENTRIES, cid, sorted(paths))
 
 
-def upsert_statement(full, has_meta, text_delete, text_upsert):
-    key = (full, has_meta, text_delete, text_upsert)
-    stmt = _sql_cache.get(key)
-    if stmt is None:
-        ctes = ["e AS (%s)" % (_ENTRY_FULL if full else _ENTRY_PATCH)]
-        if has_meta:
-            ctes.append(_META)
-        if text_delete:
-            ctes.append(_TEXT_DELETE_OTHERS if full else _TEXT_DELETE_NAMED)
-        if text_upsert:
-            ctes.append(_TEXT_UPSERT)
-        stmt = "WITH " + ",".join(ctes) + "\nSELECT rid FROM e"
-        _sql_cache[key] = stmt
-    return stmt
+def delete_statement(cid, path):
+    return q("DELETE FROM {} WHERE cid = {} AND path = {}", ENTRIES, cid,
+             path)
 
 
-def upsert_params(cid, path, op):
+def upsert_statement(cid, path, op):
+    """One statement writing entry ``path`` as ``op`` says: the entry row
+    (its whole index document, or a patch of it), then in the same
+    statement its metadata and text rows (CTEs reading the entry's rid).
+    Its text depends only on the shape of ``op``, so psycopg prepares each
+    shape once per connection."""
     parent, depth = split_path(path)
-    params = [cid, path, parent, depth,
-              orjson.dumps(op.idx_set).decode("utf-8")]
-    if not op.full:
-        params.append(list(op.idx_remove))
-    has_meta = op.meta is not None
-    if has_meta:
-        params.append(op.meta)
+    values = q("({}, {}, {}, {}, {}::jsonb)", cid, path, parent, depth,
+               orjson.dumps(op.idx_set).decode("utf-8"))
     if op.full:
-        text_delete = True
-        params.append(list(op.text_set))
+        change = q("idx = EXCLUDED.idx")
     else:
-        text_delete = bool(op.text_remove)
-        if text_delete:
-            params.append(list(op.text_remove))
-    text_upsert = bool(op.text_set)
-    if text_upsert:
+        change = q("idx = (x.idx || EXCLUDED.idx) - {}::text[]",
+                   list(op.idx_remove))
+    ctes = [q("e AS (INSERT INTO {} AS x (cid, path, parent, depth, idx) "
+              "VALUES {} ON CONFLICT (cid, path) DO UPDATE SET {} "
+              "RETURNING rid)", ENTRIES, values, change)]
+    if op.meta is not None:
+        ctes.append(q("m AS (INSERT INTO {} (rid, meta) SELECT rid, "
+                      "{}::json FROM e ON CONFLICT (rid) DO UPDATE SET "
+                      "meta = EXCLUDED.meta)", META, op.meta))
+    if op.full:
+        # a full reindex: the text rows of the other text indexes go
+        ctes.append(q("td AS (DELETE FROM {} t USING e WHERE t.rid = e.rid "
+                      "AND NOT (t.name = ANY({}::text[])))", TEXT,
+                      list(op.text_set)))
+    elif op.text_remove:
+        ctes.append(q("td AS (DELETE FROM {} t USING e WHERE t.rid = e.rid "
+                      "AND t.name = ANY({}::text[]))", TEXT,
+                      list(op.text_remove)))
+    if op.text_set:
         names = list(op.text_set)
-        values = [op.text_set[name] for name in names]
-        params.append(cid)
-        params.append(names)
-        params.append([str(v) for v in values])
-        params.append([getattr(v, "dl", None) for v in values])
-        params.append([None if getattr(v, "tf", None) is None
-                       else orjson.dumps(v.tf).decode("utf-8")
-                       for v in values])
-    return upsert_statement(op.full, has_meta, text_delete, text_upsert), \
-        params
-
-
-_LOCK_SQL = """
-    SELECT 1 FROM pgcatalog_entries WHERE cid = %s AND path = ANY(%s)
-    ORDER BY path FOR UPDATE"""
+        texts = [op.text_set[name] for name in names]
+        ctes.append(q(
+            "ti AS (INSERT INTO {} (rid, cid, name, tsv, dl, tf) SELECT "
+            "e.rid, {}, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb FROM e, "
+            "unnest({}::text[], {}::text[], {}::int[], {}::text[]) AS "
+            "v(name, tsv, dl, tf) ON CONFLICT (rid, name) DO UPDATE SET "
+            "tsv = EXCLUDED.tsv, dl = EXCLUDED.dl, tf = EXCLUDED.tf)", TEXT,
+            cid, names, [str(v) for v in texts],
+            [getattr(v, "dl", None) for v in texts],
+            [None if getattr(v, "tf", None) is None
+             else orjson.dumps(v.tf).decode("utf-8") for v in texts]))
+    return q("WITH {} SELECT rid FROM e", join(", ", ctes))
 
 
 class Writer:
@@ -294,12 +270,14 @@ class Writer:
         with conn.pipeline():
             cur = conn.cursor()
             for cid in sorted(paths):
-                cur.execute(_LOCK_SQL, (cid, sorted(paths[cid])),
-                            prepare=True)
+                _run(cur, lock_statement(cid, paths[cid]))
             for (cid, path) in ops:
                 delete_first, upsert = fold(ops[(cid, path)])
                 if delete_first:
-                    cur.execute(_DELETE_SQL, (cid, path), prepare=True)
+                    _run(cur, delete_statement(cid, path))
                 if upsert is not None:
-                    stmt, params = upsert_params(cid, path, upsert)
-                    cur.execute(stmt, params, prepare=True)
+                    _run(cur, upsert_statement(cid, path, upsert))
+
+
+def _run(cur, statement):
+    cur.execute(statement.text, statement.params, prepare=True)

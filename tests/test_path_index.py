@@ -11,14 +11,20 @@ import random
 import psycopg
 import pytest
 from Acquisition import Implicit
+from OFS.Application import Application
+from OFS.Folder import Folder
 from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.ZCatalog.query import IndexQuery
+from Products.ZCatalog.ZCatalog import ZCatalog
 
 from plone.pgcatalog import pgserver
 from plone.pgcatalog import schema
+from plone.pgcatalog.catalog import CatalogConfig
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.path import PGExtendedPathIndex
 
 
@@ -126,10 +132,10 @@ def _pg_search(conn, cid, index, query, with_cid=True):
     where = index.pgc_where(iq, qc)
     if where is NO_MATCH:
         return set(), where
-    assert where is not None
-    rows = conn.execute(
-        f"SELECT e.path FROM pgcatalog_entries e WHERE e.cid = %s AND "
-        f"{where}", [cid] + qc.params).fetchall()
+    assert isinstance(where, Fragment)
+    statement = q("SELECT e.path FROM pgcatalog_entries e "
+                  "WHERE e.cid = {} AND {}", cid, where)
+    rows = conn.execute(statement.text, statement.params).fetchall()
     return {r[0] for r in rows}, where
 
 
@@ -346,11 +352,10 @@ def test_values_are_parameters(tree):
             iq = IndexQuery({"path": {"query": "/plone/" + path,
                                       "depth": depth}}, "path",
                             index.query_options)
-            qc = QueryContext()
-            where = index.pgc_where(iq, qc)
-            assert path not in where
-            assert "LIKE" not in where.upper()
-            assert "/plone/" + path in qc.params
+            where = index.pgc_where(iq, QueryContext())
+            assert path not in where.text
+            assert "LIKE" not in where.text.upper()
+            assert "/plone/" + path in where.params
 
 
 def test_no_query_and_empty_list(tree):
@@ -396,7 +401,8 @@ def test_configuration_only():
     assert not hasattr(index, "_index_items")
     assert not hasattr(index, "_unindex")
     assert index.getIndexSourceNames() == ("getPhysicalPath",)
-    assert index.pgc_sort(QueryContext()) == ("e.path", "TRUE")
+    # ZCatalog sorts by the indexed path; every entry has one
+    assert index.pgc_sort(QueryContext()) == ((q("e.path"),), None)
     # the base schema's (cid, path), (cid, parent), (cid, depth) serve it
     assert index.pgc_indexes() == []
 
@@ -404,12 +410,6 @@ def test_configuration_only():
 def test_index_physical_path_as_in_zcatalog():
     """search() skips the query components shared with the index's own
     physical path, so the index must sit where ZCatalog's does."""
-    from OFS.Application import Application
-    from OFS.Folder import Folder
-    from Products.ZCatalog.ZCatalog import ZCatalog
-
-    from plone.pgcatalog.catalog import CatalogConfig
-
     app = Application()
     app._setObject("plone", Folder("plone"))
     app.plone._setObject("zcatalog", ZCatalog("zcatalog"))

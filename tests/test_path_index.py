@@ -20,8 +20,10 @@ from Products.ZCatalog.ZCatalog import ZCatalog
 from plone.pgcatalog import pgserver
 from plone.pgcatalog import schema
 from plone.pgcatalog.catalog import CatalogConfig
+from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
@@ -369,6 +371,74 @@ def test_no_query_and_empty_list(tree):
     assert index.pgc_where(iq, QueryContext()) is NO_MATCH
 
 
+def _where(query, cid=None):
+    index = _pg_index()
+    iq = IndexQuery({"path": query}, "path", index.query_options,
+                    index.operators, index.useOperator)
+    return index.pgc_where(iq, QueryContext(cid=cid))
+
+
+SUBTREE = "(e.path = {} OR (e.path >= {} AND e.path < {}))"
+
+
+# What navigation, breadcrumbs and folder listings ask on every page: the
+# conditions the (cid, parent), (cid, path) and (cid, depth) indexes serve.
+@pytest.mark.parametrize("query,expected", [
+    # folder listing: the children
+    ({"query": "/plone/a", "depth": 1}, q("(e.parent = {})", "/plone/a")),
+    ({"query": "/plone/a", "depth": 0}, q("(e.path = {})", "/plone/a")),
+    # navtree: the children of every folder along the path
+    ({"query": "/plone/a/b", "navtree": 1},
+     q("(e.parent = ANY({}::text[]))", ["/plone/a/b", "/plone/a", "/plone",
+                                        ""])),
+    # breadcrumbs: the objects along the path
+    ({"query": "/plone/a/b", "navtree": 1, "depth": 0},
+     q("(e.path = ANY({}::text[]))", ["/plone/a/b", "/plone/a", "/plone",
+                                      "/"])),
+    # global navigation: depths only
+    ({"query": "/plone", "depth": 3},
+     q("(e.depth BETWEEN {}::int AND {}::int)", 1, 4)),
+    # a subtree: ranges on path (the site's own components are not checked)
+    ({"query": "/plone/a", "depth": -1},
+     q("((" + SUBTREE + " OR ((e.path < {} OR (e.path > {} AND e.path < {}) "
+       "OR e.path >= {}) AND (array_remove(string_to_array(e.path, '/'), "
+       "''))[{}::int:{}::int] = {}::text[])))",
+       "/plone/a", "/plone/a/", "/plone/a0", "/plone", "/plone", "/plone/",
+       "/plone0", 2, 2, ["a"])),
+    # a level: a cheap string test before the components
+    ({"query": "b", "level": 2},
+     q("((strpos(substr(e.path || '/', 2), {}) > 0 AND "
+       "(array_remove(string_to_array(e.path, '/'), ''))[{}::int:{}::int] "
+       "= {}::text[]))", "/b/", 3, 3, ["b"])),
+])
+def test_sql_shapes(query, expected):
+    assert _where(query) == expected
+    assert _where(query, cid=5) == expected
+
+
+def test_catalog_facts_with_and_without_cid():
+    """A fact about the catalog is a probe of the query's catalog when the
+    compiler gives its id, else looked up for the entry's catalog."""
+    query = {"query": "/plone/a/b", "navtree": 1, "navtree_start": 1,
+             "depth": 0}
+    with_cid = _where(query, cid=5)
+    assert 'FROM "pgcatalog_entries" d WHERE d.cid = %s::int AND ' \
+        'd.depth >= %s::int' in with_cid.text
+    assert 5 in with_cid.params
+    assert "c.cid" not in with_cid.text
+    without = _where(query)
+    assert 'e.cid = ANY(ARRAY(SELECT c.cid FROM "pgcatalog_catalogs" c ' \
+        'WHERE EXISTS (SELECT 1 FROM "pgcatalog_entries" d WHERE ' \
+        'd.cid = c.cid AND d.depth >= %s::int)))' in without.text
+
+
+def test_everything_is_true(tree):
+    assert _where({"query": "/plone"}) is TRUE
+    conn, cid = tree
+    got, where = _pg_search(conn, cid, _pg_index(), "/plone")
+    assert where is TRUE and got == set(TREE)
+
+
 def test_extract():
     index = PGExtendedPathIndex("path")
     assert index.pgc_extract(Content("/plone/a b/c")) == "/plone/a b/c"
@@ -405,6 +475,12 @@ def test_configuration_only():
     assert index.pgc_sort(QueryContext()) == ((q("e.path"),), None)
     # the base schema's (cid, path), (cid, parent), (cid, depth) serve it
     assert index.pgc_indexes() == []
+
+
+def test_persistent_class_path():
+    """Catalogs in the ZODB hold the index under this class path."""
+    assert PGExtendedPathIndex.__module__ == "plone.pgcatalog.indexes.path"
+    assert kind_for("ExtendedPathIndex") is PGExtendedPathIndex
 
 
 def test_index_physical_path_as_in_zcatalog():

@@ -11,14 +11,22 @@ import random
 import psycopg
 import pytest
 from Acquisition import Implicit
+from OFS.Application import Application
+from OFS.Folder import Folder
 from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.ZCatalog.query import IndexQuery
+from Products.ZCatalog.ZCatalog import ZCatalog
 
 from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import schema
+from plone.pgcatalog.catalog import CatalogConfig
+from plone.pgcatalog.fragment import TRUE
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.path import PGExtendedPathIndex
 
 
@@ -126,10 +134,10 @@ def _pg_search(conn, cid, index, query, with_cid=True):
     where = index.pgc_where(iq, qc)
     if where is NO_MATCH:
         return set(), where
-    assert where is not None
-    rows = conn.execute(
-        f"SELECT e.path FROM pgcatalog_entries e WHERE e.cid = %s AND "
-        f"{where}", [cid] + qc.params).fetchall()
+    assert isinstance(where, Fragment)
+    statement = q("SELECT e.path FROM pgcatalog_entries e "
+                  "WHERE e.cid = {} AND {}", cid, where)
+    rows = conn.execute(statement.text, statement.params).fetchall()
     return {r[0] for r in rows}, where
 
 
@@ -346,11 +354,10 @@ def test_values_are_parameters(tree):
             iq = IndexQuery({"path": {"query": "/plone/" + path,
                                       "depth": depth}}, "path",
                             index.query_options)
-            qc = QueryContext()
-            where = index.pgc_where(iq, qc)
-            assert path not in where
-            assert "LIKE" not in where.upper()
-            assert "/plone/" + path in qc.params
+            where = index.pgc_where(iq, QueryContext())
+            assert path not in where.text
+            assert "LIKE" not in where.text.upper()
+            assert "/plone/" + path in where.params
 
 
 def test_no_query_and_empty_list(tree):
@@ -362,6 +369,74 @@ def test_no_query_and_empty_list(tree):
     iq = IndexQuery({"path": {"query": "/plone/a/", "depth": 1}}, "path",
                     index.query_options)
     assert index.pgc_where(iq, QueryContext()) is NO_MATCH
+
+
+def _where(query, cid=None):
+    index = _pg_index()
+    iq = IndexQuery({"path": query}, "path", index.query_options,
+                    index.operators, index.useOperator)
+    return index.pgc_where(iq, QueryContext(cid=cid))
+
+
+SUBTREE = "(e.path = {} OR (e.path >= {} AND e.path < {}))"
+
+
+# What navigation, breadcrumbs and folder listings ask on every page: the
+# conditions the (cid, parent), (cid, path) and (cid, depth) indexes serve.
+@pytest.mark.parametrize("query,expected", [
+    # folder listing: the children
+    ({"query": "/plone/a", "depth": 1}, q("(e.parent = {})", "/plone/a")),
+    ({"query": "/plone/a", "depth": 0}, q("(e.path = {})", "/plone/a")),
+    # navtree: the children of every folder along the path
+    ({"query": "/plone/a/b", "navtree": 1},
+     q("(e.parent = ANY({}::text[]))", ["/plone/a/b", "/plone/a", "/plone",
+                                        ""])),
+    # breadcrumbs: the objects along the path
+    ({"query": "/plone/a/b", "navtree": 1, "depth": 0},
+     q("(e.path = ANY({}::text[]))", ["/plone/a/b", "/plone/a", "/plone",
+                                      "/"])),
+    # global navigation: depths only
+    ({"query": "/plone", "depth": 3},
+     q("(e.depth BETWEEN {}::int AND {}::int)", 1, 4)),
+    # a subtree: ranges on path (the site's own components are not checked)
+    ({"query": "/plone/a", "depth": -1},
+     q("((" + SUBTREE + " OR ((e.path < {} OR (e.path > {} AND e.path < {}) "
+       "OR e.path >= {}) AND (array_remove(string_to_array(e.path, '/'), "
+       "''))[{}::int:{}::int] = {}::text[])))",
+       "/plone/a", "/plone/a/", "/plone/a0", "/plone", "/plone", "/plone/",
+       "/plone0", 2, 2, ["a"])),
+    # a level: a cheap string test before the components
+    ({"query": "b", "level": 2},
+     q("((strpos(substr(e.path || '/', 2), {}) > 0 AND "
+       "(array_remove(string_to_array(e.path, '/'), ''))[{}::int:{}::int] "
+       "= {}::text[]))", "/b/", 3, 3, ["b"])),
+])
+def test_sql_shapes(query, expected):
+    assert _where(query) == expected
+    assert _where(query, cid=5) == expected
+
+
+def test_catalog_facts_with_and_without_cid():
+    """A fact about the catalog is a probe of the query's catalog when the
+    compiler gives its id, else looked up for the entry's catalog."""
+    query = {"query": "/plone/a/b", "navtree": 1, "navtree_start": 1,
+             "depth": 0}
+    with_cid = _where(query, cid=5)
+    assert 'FROM "pgcatalog_entries" d WHERE d.cid = %s::int AND ' \
+        'd.depth >= %s::int' in with_cid.text
+    assert 5 in with_cid.params
+    assert "c.cid" not in with_cid.text
+    without = _where(query)
+    assert 'e.cid = ANY(ARRAY(SELECT c.cid FROM "pgcatalog_catalogs" c ' \
+        'WHERE EXISTS (SELECT 1 FROM "pgcatalog_entries" d WHERE ' \
+        'd.cid = c.cid AND d.depth >= %s::int)))' in without.text
+
+
+def test_everything_is_true(tree):
+    assert _where({"query": "/plone"}) is TRUE
+    conn, cid = tree
+    got, where = _pg_search(conn, cid, _pg_index(), "/plone")
+    assert where is TRUE and got == set(TREE)
 
 
 def test_extract():
@@ -396,20 +471,21 @@ def test_configuration_only():
     assert not hasattr(index, "_index_items")
     assert not hasattr(index, "_unindex")
     assert index.getIndexSourceNames() == ("getPhysicalPath",)
-    assert index.pgc_sort(QueryContext()) == ("e.path", "TRUE")
+    # ZCatalog sorts by the indexed path; every entry has one
+    assert index.pgc_sort(QueryContext()) == ((q("e.path"),), None)
     # the base schema's (cid, path), (cid, parent), (cid, depth) serve it
     assert index.pgc_indexes() == []
+
+
+def test_persistent_class_path():
+    """Catalogs in the ZODB hold the index under this class path."""
+    assert PGExtendedPathIndex.__module__ == "plone.pgcatalog.indexes.path"
+    assert kind_for("ExtendedPathIndex") is PGExtendedPathIndex
 
 
 def test_index_physical_path_as_in_zcatalog():
     """search() skips the query components shared with the index's own
     physical path, so the index must sit where ZCatalog's does."""
-    from OFS.Application import Application
-    from OFS.Folder import Folder
-    from Products.ZCatalog.ZCatalog import ZCatalog
-
-    from plone.pgcatalog.catalog import CatalogConfig
-
     app = Application()
     app._setObject("plone", Folder("plone"))
     app.plone._setObject("zcatalog", ZCatalog("zcatalog"))

@@ -1,0 +1,128 @@
+"""ExtendedPathIndex (``path``) answered from the entry's own columns.
+
+The value of this index is not kept in ``idx``: every entry row has
+``path`` (the physical path, ``COLLATE "C"``), ``parent`` (the parent's path,
+``''`` for a one-component path) and ``depth`` (the number of components).
+
+:meth:`PGExtendedPathIndex.pgc_where` translates one query into SQL that
+returns exactly what ``ExtendedPathIndex.query_index`` returns, quirks
+included (each one is named where it is handled):
+
+* ``search()`` at level 0 with depth 0 or 1 uses the index's two "fast"
+  mappings: ``e.path = $1`` (depth 0), ``e.parent = $1`` (depth 1),
+  ``e.parent = ANY($1)`` (navtree) and ``e.path = ANY($1)`` (breadcrumbs).
+  These take the query string literally: a trailing slash matches nothing.
+* Otherwise, at level 0, the leading components that equal the catalog's own
+  physical path (``/plone/portal_catalog/path``) are *not checked*: ZCatalog
+  assumes every entry lives below the site.  Entries below the site are
+  matched with range predicates on ``path`` (``p = X OR X/ <= p < X0``,
+  ``'0'`` being the code point after ``'/'``); the (normally empty) rest of
+  the catalog gets an exact component comparison.  Never ``LIKE``.
+* Some answers depend on the catalog as a whole: ZCatalog's ``_depth``
+  (the deepest level indexed) and whether any entry ends at a given level
+  (when none does, ``intersection(pathset, None)`` keeps the whole
+  ``pathset``).  Those facts are sub-selects that PostgreSQL evaluates once
+  per statement (lazily, only when a row needs them): for the catalog
+  ``qc.cid`` when the query compiler sets it, else for every catalog of the
+  database (:mod:`.facts`).  The base schema's (cid, depth) index makes
+  them probes, and serves depth-only queries such as global navigation's
+  ``{"query": "/plone", "depth": 3}`` (every entry at depths 1..4).
+
+Known difference: ``{"query": "", "navtree": 1, "depth": -2, "level": -1}``
+(a depth below -1, no path components) makes ZCatalog raise TypeError only
+when its ``_depth`` reaches ``navtree_start + 1 - depth``; it always raises
+here.
+
+Explicit levels other than 0 and negative levels ("any level") compare
+components with array slices after a cheap ``strpos`` filter: exact, but a
+scan of the catalog's rows.
+
+The package: :mod:`.predicates` (conditions on one entry's path columns),
+:mod:`.facts` (facts about the whole catalog), :mod:`.search` (ZCatalog's
+``search()`` for one key) and, here, the index kind.
+"""
+from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
+from Products.PluginIndexes.util import safe_callable
+
+from plone.pgcatalog.fragment import FALSE
+from plone.pgcatalog.fragment import TRUE
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.path.predicates import all_of
+from plone.pgcatalog.indexes.path.predicates import any_of
+from plone.pgcatalog.indexes.path.predicates import negation
+from plone.pgcatalog.indexes.path.search import PathSearch
+
+
+#: ZCatalog sorts by documentToKeyMap(): the indexed path string
+PATH = q("e.path")
+
+
+class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
+    """``ExtendedPathIndex`` whose data are the entries' path columns.
+
+    Holds configuration only (``indexed_attrs``, ``multi_valued``): the
+    BTrees of the original class are never created, because ``clear()``
+    (called by its constructor) is the data-side one of
+    :class:`~plone.pgcatalog.indexes.access.IndexData`.
+    """
+
+    pgc_storage = "path"
+
+    def pgc_extract(self, obj):
+        """The path ``ExtendedPathIndex.index_object`` would index."""
+        attrs = self.indexed_attrs
+        name = attrs[0] if attrs is not None else self.id
+        path = getattr(obj, name, None)
+        if path is not None:
+            if safe_callable(path):
+                path = path()
+            if not isinstance(path, (str, tuple)):
+                raise TypeError(
+                    "path value must be string or tuple "
+                    "of strings: (%r, %s)" % (name, repr(path)))
+        else:
+            try:
+                path = obj.getPhysicalPath()
+            except AttributeError:
+                return MISSING
+        if isinstance(path, (list, tuple)):
+            path = "/" + "/".join(path[1:])
+        return path
+
+    def pgc_where(self, iq, qc):
+        if iq.keys is None:
+            return None
+        level = iq.get("level", 0)
+        operator = iq.get("operator", self.useOperator).lower()
+        depth = getattr(iq, "depth", -1)
+        navtree = iq.get("navtree", 0)
+        navtree_start = iq.get("navtree_start", 0)
+        search = PathSearch(self, qc.cid, depth, navtree, navtree_start)
+        results = [search.search(k, level) for k in iq.keys]
+        if operator == "or":
+            # union(): a None result adds nothing
+            where = any_of([all_of([negation(r.none), r.where])
+                            for r in results])
+        else:
+            # intersection(): a None result constrains nothing; all None
+            # gives None, i.e. an empty result.
+            where = all_of([any_of([r.none, r.where]) for r in results]
+                           + [negation(all_of([r.none for r in results]))])
+        if where is FALSE:
+            return NO_MATCH
+        if where is TRUE:
+            return TRUE
+        return q("({})", where)
+
+    def pgc_sort(self, qc):
+        return (PATH,), None
+
+    def pgc_indexes(self):
+        """None of its own: the base schema's (cid, path), (cid, parent)
+        and (cid, depth) indexes serve the path predicates, the depth-only
+        ones (``{"query": "/plone", "depth": 3}``, global navigation) and
+        the per-catalog depth facts."""
+        return []

@@ -1,0 +1,124 @@
+"""Conditions on one entry's path columns, as Fragments over alias ``e``.
+
+The path index folds its conditions while it builds them (a part that is
+always true or never true disappears), so these helpers keep
+:data:`~plone.pgcatalog.fragment.TRUE` and
+:data:`~plone.pgcatalog.fragment.FALSE` as the constants they are and
+compare them by identity.
+
+Values are parameters.  Integers are cast (``$n::int``): depths and levels
+are compared with the ``integer`` columns and used in array subscripts and
+``generate_series``, and psycopg would otherwise send a small Python int
+as ``int2``.  Searches run as unnamed statements (never prepared), so
+PostgreSQL plans them with the actual values, as if they were literals.
+"""
+from plone.pgcatalog.fragment import FALSE
+from plone.pgcatalog.fragment import TRUE
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import or_
+from plone.pgcatalog.fragment import q
+
+
+#: the components of the entry's path, as ExtendedPathIndex splits it
+COMPS = q("array_remove(string_to_array(e.path, '/'), '')")
+
+#: |depth|, |level|, navtree_start beyond this are taken as this
+INT_BOUND = 2 ** 29
+
+#: PostgreSQL's largest int: "no upper bound" for a depth
+MAXINT = q("2147483647")
+
+
+def integer(value):
+    """A depth or level: depths and levels beyond any path mean the same
+    as :data:`INT_BOUND` (and sums of two stay within PostgreSQL's int)."""
+    return q("{}::int", max(-INT_BOUND, min(INT_BOUND, int(value))))
+
+
+# -- folding combinators ------------------------------------------------------
+def any_of(parts):
+    """OR, folded: TRUE if a part is TRUE, FALSE parts left out."""
+    parts = [p for p in parts if p is not FALSE]
+    if any(p is TRUE for p in parts):
+        return TRUE
+    return or_(*parts)
+
+
+def all_of(parts):
+    """AND, folded: FALSE if a part is FALSE, TRUE parts left out."""
+    parts = [p for p in parts if p is not TRUE]
+    if any(p is FALSE for p in parts):
+        return FALSE
+    return and_(*parts)
+
+
+def negation(cond):
+    """NOT, folded.  Plain ``NOT`` (not :func:`~plone.pgcatalog.fragment.
+    not_`'s ``IS NOT TRUE``): what is negated here is never NULL (NOT NULL
+    columns, EXISTS, the entry's own catalog's depths)."""
+    if cond is TRUE:
+        return FALSE
+    if cond is FALSE:
+        return TRUE
+    return q("NOT {}", cond)
+
+
+# -- the entry's position -----------------------------------------------------
+def _joined(comps):
+    return "/" + "/".join(comps)
+
+
+def in_tree(comps):
+    """The entry is the object at ``comps`` or below it (the object and
+    its descendants): ``path = X OR X/ <= path < X0`` (``'0'`` is the code
+    point after ``'/'``; ``path`` is ``COLLATE "C"``)."""
+    x = _joined(comps)
+    return q("(e.path = {} OR (e.path >= {} AND e.path < {}))",
+             x, x + "/", x + "0")
+
+
+def outside_tree(comps):
+    """The entry is neither the object at ``comps`` nor below it."""
+    x = _joined(comps)
+    return q("(e.path < {} OR (e.path > {} AND e.path < {}) OR "
+             "e.path >= {})", x, x, x + "/", x + "0")
+
+
+def contains_after_first(comps):
+    """``comps`` follow each other somewhere after the entry's first
+    component (a necessary condition for a match at a level >= 1)."""
+    return q("strpos(substr(e.path || '/', 2), {}) > 0",
+             _joined(comps) + "/")
+
+
+def slice_eq(level, comps, comps_sql=COMPS):
+    """The components (``comps_sql``) at ``level ..`` equal ``comps``;
+    ``level`` is an int or a Fragment (an SQL expression)."""
+    if isinstance(level, int):
+        lo, hi = integer(level + 1), integer(level + len(comps))
+    else:
+        lo = q("{} + 1", level)
+        hi = q("{} + {}", level, integer(len(comps)))
+    return q("({})[{}:{}] = {}::text[]", comps_sql, lo, hi, list(comps))
+
+
+def depth_in(lo, hi):
+    """``e.depth BETWEEN lo AND hi``."""
+    return q("e.depth BETWEEN {} AND {}", integer(lo), integer(hi))
+
+
+def depth_between(lo, hi, fact, open_low=False):
+    """``depth BETWEEN lo AND hi`` if ``fact()`` (a condition) holds, else
+    no limit.
+
+    Written as bounds (computed once by PostgreSQL) rather than an OR, so
+    that the (cid, depth) index can still be combined with the path ones.
+    ``open_low``: the pathset holds nothing shallower than ``lo`` anyway,
+    so only the upper bound depends on the fact."""
+    if open_low:
+        low = integer(lo)
+    else:
+        low = q("(CASE WHEN {} THEN {} ELSE 0 END)", fact(), integer(lo))
+    high = q("(CASE WHEN {} THEN {} ELSE {} END)", fact(), integer(hi),
+             MAXINT)
+    return q("e.depth BETWEEN {} AND {}", low, high)

@@ -6,6 +6,7 @@ import datetime
 import logging
 import os
 import pickle
+import tempfile
 import unittest
 import zoneinfo
 
@@ -19,6 +20,7 @@ from persistent.mapping import PersistentMapping
 from zope.i18nmessageid import Message
 
 from plone.pgcatalog import codec
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog import unpickle
 
 
@@ -213,13 +215,12 @@ class TestPloneSite(unittest.TestCase):
         self.assertEqual(self.brain.Type.domain, "plone")
 
     def test_crafted_row_not_executed(self):
-        import tempfile
         marker = os.path.join(tempfile.mkdtemp(), "executed")
         evil = tagged(pickle.dumps(Reduce(os.system, "touch " + marker)))
-        self.catalog._pgc_write_sql(
-            "UPDATE pgcatalog_meta SET meta = (meta::jsonb || %s::jsonb)::json"
-            " WHERE rid = %s",
-            (orjson.dumps({"Title": evil}).decode(), self.brain.getRID()))
+        self.catalog._pgc_store().write(q(
+            "UPDATE pgcatalog_meta SET meta = (meta::jsonb || {}::jsonb)::json"
+            " WHERE rid = {}", orjson.dumps({"Title": evil}).decode(),
+            self.brain.getRID()))
         brain = self.catalog(getId="sec")[0]
         self.assertIs(brain.Title, MV)
         self.assertIs(self.catalog.getMetadataForRID(

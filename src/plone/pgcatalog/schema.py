@@ -27,7 +27,7 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     one row per committed writing transaction of a catalog (its change
     count): insert-only, so concurrent writers never conflict on a shared
     counter row; folded into ``pgcatalog_catalogs`` from time to time
-    (``COMPACT_SQL``).  ``getCounter`` and the change stamp read both.
+    (``db.compact_commit_log``).  ``getCounter`` and the change stamp read both.
 ``pgcatalog_indexes``
     which PostgreSQL indexes each catalog's index uses (the registry:
     ``delIndex`` drops what ``addIndex`` created, a shared index when its
@@ -65,22 +65,6 @@ DDL_LOCK = 0x70676361  # "pgca"
 INDEX_LOCK = 0x70676369  # "pgci"
 #: (this, cid): one process at a time folds a catalog's commit log
 COMPACT_LOCK = 0x70676363  # "pgcc"
-
-#: (change counter, change stamp) of catalog %s: the folded figures plus
-#: the commit log's
-STATE_SQL = """
-    SELECT c.counter + coalesce(sum(l.delta), 0), c.stamp + count(l.id)
-    FROM pgcatalog_catalogs c LEFT JOIN pgcatalog_commits l ON l.cid = c.cid
-    WHERE c.cid = %s GROUP BY c.counter, c.stamp"""
-
-#: fold catalog %s's commit log into its row (parameters: cid, cid)
-COMPACT_SQL = """
-    WITH d AS (DELETE FROM pgcatalog_commits WHERE cid = %s RETURNING delta)
-    UPDATE pgcatalog_catalogs SET
-        counter = counter + (SELECT coalesce(sum(delta), 0) FROM d),
-        stamp = stamp + (SELECT count(*) FROM d)
-    WHERE cid = %s"""
-
 
 class IndexSpec:
     """A PostgreSQL index an index kind wants.

@@ -370,7 +370,7 @@ class CatalogSession:
             with conn.pipeline():
                 for cid in sorted(self.dirty | set(self.counter_flushed)):
                     # insert-only: concurrent writers never conflict here
-                    conn.execute(db.LOG_COMMIT_SQL, (
+                    db.run(conn, db.log_commit(
                         cid, self.counter_flushed.get(cid, 0)), prepare=True)
                 if gid is None:
                     conn.execute("COMMIT", prepare=False)

@@ -845,17 +845,20 @@ class PGCatalogTool(UniqueObject, Folder):
         return rows[0][0] if rows else None
 
     def _pgc_index_rids(self, index, iq):
+        from plone.pgcatalog.fragment import TRUE
+        from plone.pgcatalog.fragment import q
         from plone.pgcatalog.indexes.base import NO_MATCH
         from plone.pgcatalog.indexes.base import QueryContext
+        from plone.pgcatalog.query import where_of
         qc = QueryContext(self._catalog)
-        fragment = index.pgc_where(iq, qc)
+        fragment = where_of(index, iq, qc)
         if fragment is NO_MATCH:
             return []
         if fragment is None:
-            fragment = "TRUE"
-        rows = self._pgc_query(
-            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %%s AND %s "
-            "ORDER BY e.rid" % fragment, [self._pgc_cid()] + qc.params)
+            fragment = TRUE
+        rows = self._pgc_session().execute(q(
+            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = {} AND {} "
+            "ORDER BY e.rid", self._pgc_cid(), fragment)).fetchall()
         return [r[0] for r in rows]
 
     def _pgc_clear_index(self, index):

@@ -37,19 +37,19 @@ class IndexMapping:
     def _rids_for(self, value):
         index = self.index
         tool = _tool(index)
-        from plone.pgcatalog.indexes.base import QueryContext
+        from plone.pgcatalog.fragment import q
         from plone.pgcatalog.indexes.common import jsonb
-        qc = QueryContext()
         if index.pgc_multi:
-            cond = "%s @> %s::jsonb" % (index.pgc_key_sql(),
-                                        qc.param(jsonb([value])))
+            cond = q("{} @> {}::jsonb", index.pgc_key_sql(), jsonb([value]))
         else:
-            cond = index.pgc_eq_sql([value], qc)
+            cond = index.pgc_eq_sql([value])
         # the catalog id as a literal: a prepared statement's generic plan
         # can then use the catalog's own (partial) index
-        rows = tool._pgc_query(
-            "SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = %d AND %s "
-            "ORDER BY e.rid" % (int(tool._pgc_cid()), cond), qc.params)
+        from plone.pgcatalog.fragment import literal
+        statement = q("SELECT e.rid FROM pgcatalog_entries e WHERE e.cid = "
+                      "{} AND {} ORDER BY e.rid",
+                      literal(int(tool._pgc_cid())), cond)
+        rows = tool._pgc_query(statement.text, statement.params)
         return [r[0] for r in rows]
 
     def get(self, key, default=None):

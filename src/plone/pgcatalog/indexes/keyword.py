@@ -25,18 +25,28 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
     pgc_forward_sets = True
 
     def pgc_extract(self, obj):
+        # KeywordIndex._index_object for a new document: the first source
+        # with keywords gives them in the order _get_object_keywords makes
+        # them (a set's), a later source with other keywords replaces them
+        # (an OOSet's order: sorted)
         keywords = None
         for attr in self.getIndexSourceNames():
             found = self._get_object_keywords(obj, attr)
-            if found:
-                keywords = found
+            if not found:
+                continue
+            if keywords is None:
+                keywords = list(found)
+            elif set(found) != set(keywords):
+                keywords = _sorted(found)
         if not keywords:
             return MISSING
-        try:
-            keywords = sorted(keywords)
-        except TypeError:
-            keywords = list(keywords)
-        return common.stored(keywords)
+        values = common.stored(keywords)
+        if _self_sorting(values):
+            # the sort expression orders these itself (pgc_sort)
+            return values
+        # other lists are kept sorted, as the sort expression reads them
+        # in their stored order
+        return common.stored(_sorted(keywords))
 
     def pgc_where(self, iq, qc):
         expr = self.pgc_key_sql()
@@ -96,18 +106,41 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
     def pgc_sort(self, qc):
         # ZCatalog sorts by the keyword lists of documentToKeyMap, compared
         # as Python lists (element-wise, code point order, a prefix first);
-        # jsonb would compare arrays by length first.  Ours are stored
-        # sorted.
+        # jsonb would compare arrays by length first.  The key is the list
+        # of the keywords' texts in sorted order: lists of strings, or of
+        # numbers, are sorted here (they are stored in ZCatalog's order);
+        # other lists are stored sorted (see pgc_extract) and read in
+        # their stored order.
         expr = self.pgc_key_sql()
-        return (q("(ARRAY(SELECT t.v FROM jsonb_array_elements_text(CASE "
-                  "WHEN jsonb_typeof({}) = 'array' THEN {} END) WITH "
-                  "ORDINALITY AS t(v, n) ORDER BY t.n) COLLATE \"C\")",
-                  expr, expr),), self.pgc_present_sql()
+        return (q(
+            "(ARRAY(SELECT t.v #>> '{{}}' FROM jsonb_array_elements(CASE WHEN "
+            "jsonb_typeof({}) = 'array' THEN {} END) WITH ORDINALITY AS "
+            "t(v, n), (SELECT NOT ({} @? '$[*] ? (@.type() != \"string\")')"
+            " AS strings, NOT ({} @? '$[*] ? (@.type() != \"number\")') AS "
+            "numbers) AS s ORDER BY CASE WHEN s.strings THEN t.v #>> '{{}}' "
+            "END COLLATE \"C\", CASE WHEN s.numbers THEN (t.v)::numeric END,"
+            " t.n) COLLATE \"C\")", expr, expr, expr, expr),), \
+            self.pgc_present_sql()
 
     def pgc_indexes(self):
         return [IndexSpec("keyword", q("USING gin ({})",
                                        self.pgc_key_sql(None)).ddl,
                           shared=True)]
+
+
+def _sorted(keywords):
+    try:
+        return sorted(keywords)
+    except TypeError:
+        return list(keywords)
+
+
+def _self_sorting(values):
+    """The SQL sort key orders these stored values as Python sorts them:
+    all strings (code point order: ``COLLATE "C"``), or all numbers."""
+    if all(type(v) is str for v in values):
+        return True
+    return all(type(v) in (int, float) for v in values)
 
 
 def _keyword_any_sql(index, alias, values):

@@ -24,6 +24,7 @@ from plone.pgcatalog.fragment import or_
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import dumps
 from plone.pgcatalog.indexes.date import UnIndexDateQuery
 from plone.pgcatalog.indexes.date import json_int
 from plone.pgcatalog.schema import IndexSpec
@@ -59,7 +60,7 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
     # -- value SQL (a sorted array of numbers per document) -----------------
     def _pgc_any_sql(self, expr, values):
         values = sorted(set(values))
-        return or_(*[q("{} @> {}::jsonb", expr, "[%s]" % json_int(v))
+        return or_(*[q("{} @> {}::jsonb", expr, dumps([int(v)]))
                      for v in values])
 
     def _pgc_range_sql(self, expr, lo, hi):

@@ -204,10 +204,9 @@ class TestPloneSite(unittest.TestCase):
         transaction.abort()
 
     def meta_sql(self):
-        return self.catalog._pgc_query(
+        return self.catalog._pgc_store().value(q(
             "SELECT m.meta::text FROM pgcatalog_meta m JOIN pgcatalog_entries"
-            " e ON e.rid = m.rid WHERE e.rid = %s",
-            (self.brain.getRID(),))[0][0]
+            " e ON e.rid = m.rid WHERE e.rid = {}", self.brain.getRID()))
 
     def test_type_column_is_json(self):
         self.assertNotIn('"@pgc:p"', self.meta_sql())

@@ -31,7 +31,11 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.date import PGDateIndex
 from plone.pgcatalog.indexes.daterange import PGDateRangeIndex
 from plone.pgcatalog.indexes.daterecurring import PGDateRecurringIndex
@@ -207,9 +211,6 @@ class StubTool:
         self.store = CatalogStore(ConnSession(conn), "t")
         self.store._cid = cid
 
-    def _pgc_query(self, sql, params):
-        return self.conn.execute(sql, params).fetchall()
-
     def _pgc_cid(self):
         return self.cid
 
@@ -306,27 +307,35 @@ def run_original(world, name, query, rs=None):
 def pg_where(world, name, query):
     index = world.ours[name]
     iq = make_iq(index, query, name)
-    qc = QueryContext()
-    return index.pgc_where(iq, qc), qc.params
+    return index.pgc_where(iq, QueryContext())
 
 
 def run_pg(world, name, query, rs=None, order=None):
+    """Paths matching ``query`` (``order``: ``(present, keys, reverse)``
+    of ``pgc_sort``, then the sorted paths)."""
     try:
-        fragment, params = pg_where(world, name, query)
+        fragment = pg_where(world, name, query)
     except Exception as exc:
         return type(exc)
     if fragment is NO_MATCH:
         return set() if order is None else []
-    sql = "SELECT e.path FROM pgcatalog_entries e WHERE e.cid = %s AND " + \
-        fragment
-    params = [world.cid] + params
+    assert isinstance(fragment, Fragment)
+    conditions = [q("e.cid = {}", world.cid), fragment]
     if rs is not None:
-        sql += " AND e.rid = ANY(%s)"
-        params.append(list(rs))
+        conditions.append(q("e.rid = ANY({})", list(rs)))
     if order is not None:
-        sql += " AND %s ORDER BY %s%s, e.rid" % order
-        return [r[0] for r in world.conn.execute(sql, params)]
-    return {r[0] for r in world.conn.execute(sql, params)}
+        present, keys, reverse = order
+        conditions.append(present)
+        order_by = join(", ", [q("{} DESC", k) if reverse else k
+                               for k in keys] + [q("e.rid")])
+        statement = q("SELECT e.path FROM pgcatalog_entries e WHERE {} "
+                      "ORDER BY {}", and_(*conditions), order_by)
+        return [r[0] for r in world.conn.execute(statement.text,
+                                                 statement.params)]
+    statement = q("SELECT e.path FROM pgcatalog_entries e WHERE {}",
+                  and_(*conditions))
+    return {r[0] for r in world.conn.execute(statement.text,
+                                             statement.params)}
 
 
 def check(world, name, query, rs=None):
@@ -547,8 +556,7 @@ def test_empty_and_short_circuits(world):
     for name in ("modified", "start"):
         for query in ({name: []}, {name: {"query": []}}, {name: [None]},
                       {name: {"query": (), "not": []}}):
-            fragment, _ = pg_where(world, name, query)
-            assert fragment is NO_MATCH, query
+            assert pg_where(world, name, query) is NO_MATCH, query
 
 
 def test_empty_ranges_raise_as_zcatalog(world):
@@ -608,9 +616,9 @@ def test_hi_falsy_means_no_upper_bound(world):
 
 def _sorted_check(world, name, query, reverse, key_of):
     index = world.ours[name]
-    expr, present = index.pgc_sort(QueryContext())
-    got = run_pg(world, name, query,
-                 order=(present, expr, " DESC" if reverse else ""))
+    keys, present = index.pgc_sort(QueryContext())
+    assert isinstance(keys, tuple) and isinstance(present, Fragment)
+    got = run_pg(world, name, query, order=(present, keys, reverse))
     expected = run_original(world, name, query)
     keymap = world.originals[name].documentToKeyMap()
     by_path = {p: rid for rid, p in world.paths.items()}
@@ -650,13 +658,13 @@ def test_recurring_sort_is_tuple_order(world):
     """jsonb would compare arrays by length first; tuples do not."""
     conn = world.conn
     index = world.ours["start"]
-    expr, _ = index.pgc_sort(QueryContext())
-    rows = conn.execute(
-        "SELECT v, %s FROM (VALUES ('{\"start\": [5, 9]}'::jsonb), "
-        "('{\"start\": [6]}'::jsonb), ('{\"start\": [5]}'::jsonb), "
-        "('{\"start\": [5, 9, 1]}'::jsonb)) AS e(idx), "
-        "LATERAL (SELECT e.idx -> 'start' AS v) s ORDER BY 2" % expr
-    ).fetchall()
+    (key,), _ = index.pgc_sort(QueryContext())
+    statement = q(
+        "SELECT v, {} FROM (VALUES ('{{\"start\": [5, 9]}}'::jsonb), "
+        "('{{\"start\": [6]}}'::jsonb), ('{{\"start\": [5]}}'::jsonb), "
+        "('{{\"start\": [5, 9, 1]}}'::jsonb)) AS e(idx), "
+        "LATERAL (SELECT e.idx -> 'start' AS v) s ORDER BY 2", key)
+    rows = conn.execute(statement.text, statement.params).fetchall()
     assert [tuple(r[0]) for r in rows] == sorted(
         [(5, 9), (6,), (5,), (5, 9, 1)])
 
@@ -694,10 +702,11 @@ def test_ddl_serves_queries(world):
                 ("start", {"start": {"query": DateTime(2000, 1, 1),
                                      "range": "min"}}),
                 ("start", {"start": DateTime(2000, 1, 1)})):
-            fragment, params = pg_where(world, name, query)
+            statement = q("EXPLAIN SELECT e.rid FROM pgcatalog_entries e "
+                          "WHERE e.cid = {} AND {}", world.cid,
+                          pg_where(world, name, query))
             plan = "\n".join(r[0] for r in conn.execute(
-                "EXPLAIN SELECT e.rid FROM pgcatalog_entries e WHERE "
-                "e.cid = %s AND " + fragment, [world.cid] + params))
+                statement.text, statement.params))
             assert "pgcatalog_x_" in plan, (query, plan)
     finally:
         conn.execute("RESET enable_seqscan")

@@ -32,7 +32,7 @@ from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes import text
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.indexes.base import QueryContext
+from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.text import PGZCTextIndex
 from plone.pgcatalog.indexes.text import scoring
 

@@ -12,7 +12,6 @@ from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 
 from plone.pgcatalog import plans
-from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
@@ -100,7 +99,7 @@ def conditions_for(catalog, query, qc):
             # ZCatalog hands such an index (GopipIndex) the raw query
             # (``_apply_index``): it parses no options
             iq = None
-        condition = where_of(index, iq, qc)
+        condition = index.pgc_where(iq, qc)
         if condition is None:
             continue
         participated = True
@@ -110,42 +109,7 @@ def conditions_for(catalog, query, qc):
     return conditions if participated else None
 
 
-def where_of(index, iq, qc):
-    """The index's condition as a Fragment (NO_MATCH, None)."""
-    start = len(qc.params)
-    fragment = index.pgc_where(iq, qc)
-    if isinstance(fragment, str):
-        # transition: a kind still writing text with qc.param()
-        fragment = Fragment(fragment, qc.params[start:])
-    return fragment
-
-
 def sort_of(index, qc):
-    """``(keys, present)`` of a sort index, as Fragments (see
-    IIndexKind.pgc_sort)."""
+    """``(keys, present)`` of a sort index (see IIndexKind.pgc_sort)."""
     keys, present = index.pgc_sort(qc)
-    if isinstance(keys, str):
-        # transition: text (no parameters), a comma-separated list
-        keys = [Fragment(k) for k in _split_exprs(keys)]
-    elif isinstance(keys, Fragment):
-        keys = [keys]
-    if isinstance(present, str):
-        present = None if present == "TRUE" else Fragment(present)
     return tuple(keys), present
-
-
-def _split_exprs(exprs):
-    # transition: a comma-separated list of expressions at top level
-    parts, depth, current = [], 0, []
-    for ch in exprs:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current).strip())
-    return parts

@@ -55,12 +55,6 @@ def rid_key(rid):
     return None
 
 
-def key_sql(index, alias="e"):
-    """``(e.idx -> 'name')``: the value of ``index`` in an entry's
-    document, spelled as its expression indexes are."""
-    return q("({}.idx -> {})", ident(alias), literal(index.getId()))
-
-
 def store_for(session, key, created):
     """The store of catalog ``key`` (the tool's ``_pgc_key``) in
     ``session``; ``created``: the catalog's rows were made once, so their
@@ -255,7 +249,7 @@ class CatalogStore:
         if storage == "idx":
             return self.value(q(
                 "SELECT {} FROM {} WHERE e.rid = {} AND e.cid = {}",
-                key_sql(index), ENTRIES, rid, self.cid))
+                index.pgc_key_sql(), ENTRIES, rid, self.cid))
         if storage == "text":
             return self.value(q(
                 "SELECT t.tsv::text FROM {} JOIN {} ON e.rid = t.rid "
@@ -292,7 +286,7 @@ class CatalogStore:
     def value_counts(self, index):
         """``[(raw value, documents)]`` of ``index`` (keyword arrays
         counted per element)."""
-        key = key_sql(index)
+        key = index.pgc_key_sql()
         if index.pgc_multi:
             return self.rows(q(
                 "SELECT v, count(*) FROM {}, jsonb_array_elements(CASE WHEN "
@@ -304,11 +298,22 @@ class CatalogStore:
 
     def distinct_values(self, index, cap=SORT_INDEX_SIZE_CAP):
         """Distinct values of ``index``, counted up to ``cap``."""
-        key = key_sql(index)
+        key = index.pgc_key_sql()
         return self.value(q(
             "SELECT count(*) FROM (SELECT DISTINCT {} FROM {} WHERE e.cid = "
             "{} AND ({}) IS NOT NULL LIMIT {}) d", key, ENTRIES, self.cid,
             key, literal(int(cap))))
+
+    def range_bound_counts(self, index, pos):
+        """``[(value, open-ended, documents)]`` of DateRangeIndex
+        ``index``'s since (``pos`` 0) or until (1) values."""
+        key = index.pgc_key_sql()
+        value = q("({} -> {})", key, literal(pos))
+        return self.rows(q(
+            "SELECT {} AS v, ({} -> {}) = 'null'::jsonb AS is_open, "
+            "count(*) FROM {} WHERE e.cid = {} AND {} IS NOT NULL "
+            "AND {} <> 'null'::jsonb GROUP BY 1, 2", value, key,
+            literal(1 - pos), ENTRIES, self.cid, key, value))
 
     def clear_index(self, index):
         """Drop ``index``'s values from every entry of the catalog."""

@@ -90,10 +90,6 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         """This catalog's id in PostgreSQL (see CatalogStore.cid)."""
         return self._pgc_store().cid
 
-    def _pgc_query(self, sql, params=()):
-        # transition: index kinds not yet asking the store
-        return self._pgc_session().execute(sql, params).fetchall()
-
     def _pgc_mark_created(self):
         """Remember (in the ZODB, with the tool's configuration) that this
         catalog's PostgreSQL rows exist: from then on their loss is an

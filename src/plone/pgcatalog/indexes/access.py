@@ -24,31 +24,17 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.common import find_tool
+from plone.pgcatalog.indexes.common import jsonb
 from plone.pgcatalog.indexes.context import QueryContext
-from plone.pgcatalog.store import key_sql
 from plone.pgcatalog.store import rid_key
 
 
-def _tool(index):
-    # base imports this module (IndexData is PGIndex's base): imported here
-    from plone.pgcatalog.indexes.base import find_tool
-    return find_tool(index)
-
-
 def _store(index):
-    return _tool(index)._pgc_store()
-
-
-def _eq(index, values):
-    """Fragment: the entry ``e`` has one of ``values`` in ``index``."""
-    try:
-        return index.pgc_eq_sql(values)
-    except TypeError:  # transition: a kind still writing text
-        qc = QueryContext()
-        return Fragment(index.pgc_eq_sql(values, qc), qc.params)
+    return find_tool(index)._pgc_store()
 
 
 class IndexMapping:
@@ -59,12 +45,11 @@ class IndexMapping:
 
     def _rids_for(self, value):
         index = self.index
-        # base and common import this module: imported here (cycle)
-        from plone.pgcatalog.indexes.common import jsonb
         if index.pgc_multi:
-            condition = q("{} @> {}::jsonb", key_sql(index), jsonb([value]))
+            condition = q("{} @> {}::jsonb", index.pgc_key_sql(),
+                          jsonb([value]))
         else:
-            condition = _eq(index, [value])
+            condition = index.pgc_eq_sql([value])
         return _store(index).index_rids(condition)
 
     def get(self, key, default=None):
@@ -226,12 +211,8 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def query_index(self, record, resultset=None):
-        # base imports this module: imported here (cycle)
-        from plone.pgcatalog.indexes.base import NO_MATCH
-        qc = QueryContext(_tool(self)._catalog)
+        qc = QueryContext(find_tool(self)._catalog)
         condition = self.pgc_where(record, qc)
-        if isinstance(condition, str):  # transition: a kind writing text
-            condition = Fragment(condition, qc.params)
         if condition is NO_MATCH:
             return IISet()
         if condition is None:

@@ -21,18 +21,19 @@ The small interface, mixed in by :class:`PGIndex`:
 
 ``pgc_where(iq, qc)``
     Turn one parsed query (a ``Products.ZCatalog.query.IndexQuery``) into a
-    SQL boolean fragment over the entry alias ``e``.  Values go through
-    ``qc.param(value)`` which returns a ``%s`` placeholder; identifiers and
-    keys come from :meth:`PGIndex.pgc_key_sql` (composed with psycopg.sql).
-    Returns the fragment, or :data:`NO_MATCH` when the query can match
-    nothing (ZCatalog's short circuit), or ``None`` when the index does not
-    take part (ZCatalog: ``keys is None``).
+    boolean :class:`~plone.pgcatalog.fragment.Fragment` over the entry
+    alias ``e``: values become parameters of the fragment, the index name
+    a literal (:meth:`PGIndex.pgc_key_sql`).  Returns the fragment, or
+    :data:`NO_MATCH` when the query can match nothing (ZCatalog's short
+    circuit), or ``None`` when the index does not take part (ZCatalog:
+    ``keys is None``).
 
 ``pgc_sort(qc)``
-    ``(value_expr, present_expr)``: an SQL expression to ORDER BY and a
-    condition that is true when the entry has a value (entries without one
-    are dropped from sorted results, as in ZCatalog).  Raise CatalogError
-    when the index cannot sort.
+    ``(keys, present)``: a tuple of Fragments to ORDER BY (the compiler
+    orders by each, in the sort's direction) and a condition that is true
+    when the entry has a value (entries without one are dropped from
+    sorted results, as in ZCatalog; None: every entry has one).  Raise
+    CatalogError when the index cannot sort.
 
 ``pgc_decode(value)``
     Turn a stored value back into what ZCatalog's index would hand out
@@ -43,6 +44,9 @@ The small interface, mixed in by :class:`PGIndex`:
     on one catalog's rows, shared GIN); the tool creates them at
     ``addIndex`` and drops them at ``delIndex``.
 
+The contract is written down as the interface
+:class:`~plone.pgcatalog.indexes.interfaces.IIndexKind`.
+
 None of these is for the web or for restricted code: :func:`seal` makes
 every ``pgc_*`` method of every kind private and unpublishable, every other
 method plone.pgcatalog defines on an index object unpublishable (the data
@@ -51,40 +55,21 @@ methods working on their own BTrees (:data:`STOCK_DATA_METHODS`).
 """
 from types import FunctionType
 
-from psycopg import sql
+from zope.interface import implementer
 from ZPublisher import zpublish
 from ZPublisher import zpublish_mark
 from ZPublisher import zpublish_wrap
 
 from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.access import IndexData
-from plone.pgcatalog.indexes.context import QueryContext  # noqa: F401
-
-
-class _Sentinel:
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-    def __bool__(self):
-        return False
-
-
-#: ``pgc_extract`` result: the object is not indexed in this index.
-MISSING = _Sentinel("MISSING")
-#: ``pgc_where`` result: the query matches nothing.
-NO_MATCH = _Sentinel("NO_MATCH")
-
-
-_literals = {}
-
-
-def compose(composable):
-    """Render a psycopg.sql composable to text once (no connection needed:
-    only identifiers, literals of registry names and SQL text go in)."""
-    return composable.as_string(None)
+from plone.pgcatalog.indexes.common import MISSING  # noqa: F401
+from plone.pgcatalog.indexes.common import NO_MATCH  # noqa: F401
+from plone.pgcatalog.indexes.common import find_tool  # noqa: F401
+from plone.pgcatalog.indexes.common import jsonb
+from plone.pgcatalog.indexes.common import key_sql
+from plone.pgcatalog.indexes.common import text_sql
+from plone.pgcatalog.indexes.interfaces import IIndexKind
 
 
 #: Data methods of the stock index classes: they read or write the stock
@@ -133,8 +118,10 @@ def seal(cls):
                                              publish=False))
 
 
+@implementer(IIndexKind)
 class PGIndex(IndexData):
-    """Mixin giving an index class the plone.pgcatalog contract."""
+    """Mixin giving an index class the plone.pgcatalog contract
+    (:class:`~plone.pgcatalog.indexes.interfaces.IIndexKind`)."""
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -152,33 +139,18 @@ class PGIndex(IndexData):
     #: (one value per document: UnIndex kinds); see query._unlimited_sorted_sql
     pgc_walkable_sort = False
 
-    def pgc_compose(self, composable):
-        return compose(composable)
-
     # -- helpers shared by kinds -------------------------------------------
     def pgc_name(self):
         return self.getId()
 
-    @property
-    def _pgc_key_literal(self):
-        """The index id as an SQL literal, ``%`` doubled: every statement
-        holding it runs with parameters (DDL with an empty tuple), so
-        psycopg reads ``%%`` as ``%``."""
-        name = self.getId()
-        literal = _literals.get(name)
-        if literal is None:
-            literal = _literals[name] = compose(
-                sql.Literal(name)).replace("%", "%%")
-        return literal
-
     def pgc_key_sql(self, alias="e"):
-        """``(e.idx -> 'name')`` as SQL text (``alias`` None: the bare
-        column, as index definitions spell it)."""
-        return f"({_column(alias)} -> {self._pgc_key_literal})"
+        """``(e.idx -> 'name')`` (``alias`` None: the bare column, as index
+        definitions spell it)."""
+        return key_sql(self.getId(), alias)
 
     def pgc_text_sql(self, alias="e"):
-        """``(e.idx ->> 'name') COLLATE "C"`` as SQL text."""
-        return f'(({_column(alias)} ->> {self._pgc_key_literal}) COLLATE "C")'
+        """``((e.idx ->> 'name') COLLATE "C")``."""
+        return text_sql(self.getId(), alias)
 
     def pgc_present_sql(self):
         """The entry has a value for this index.  Said of the indexed
@@ -186,7 +158,7 @@ class PGIndex(IndexData):
         through its expression index) rather than ``idx ? name`` (the
         whole document: too wide for statistics, so estimated at 1 %,
         which kept the planner from index-ordered top-N plans)."""
-        return f"({self.pgc_key_sql()} IS NOT NULL)"
+        return q("({} IS NOT NULL)", self.pgc_key_sql())
 
     # -- contract -----------------------------------------------------------
     def pgc_extract(self, obj):  # pragma: no cover - abstract
@@ -200,18 +172,17 @@ class PGIndex(IndexData):
             raise CatalogError(
                 "The index chosen for sort_on is not capable of being used "
                 "as a sort index: %r" % self.getId())
-        return self.pgc_key_sql(), self.pgc_present_sql()
+        return (self.pgc_key_sql(),), self.pgc_present_sql()
 
     def pgc_decode(self, value):
         return value
 
-    def pgc_eq_sql(self, values, qc, alias="e"):
+    def pgc_eq_sql(self, values, alias="e"):
         """The entry ``alias`` has one of ``values`` (Python values) as its
         value: JSON equality (kinds with a B-tree say it the B-tree's
         way)."""
-        from plone.pgcatalog.indexes.common import jsonb
-        return "%s = ANY(%s::jsonb[])" % (
-            self.pgc_key_sql(alias), qc.param([jsonb(v) for v in values]))
+        return q("{} = ANY({}::jsonb[])", self.pgc_key_sql(alias),
+                 [jsonb(v) for v in values])
 
     def pgc_indexes(self):
         """The PostgreSQL indexes this index wants
@@ -220,24 +191,3 @@ class PGIndex(IndexData):
 
 
 seal(PGIndex)
-
-
-def _column(alias):
-    return "idx" if alias is None else alias + ".idx"
-
-
-def find_tool(index):
-    """The catalog tool an index belongs to (through acquisition, else the
-    tool that last handed the index out)."""
-    from Acquisition import aq_base
-    from Acquisition import aq_chain
-    for ob in aq_chain(index):
-        if getattr(aq_base(ob), "_pgc_is_tool", False):
-            return ob
-    tool = getattr(aq_base(index), "_v_pgc_tool", None)
-    if tool is not None:
-        return tool
-    raise CatalogError(
-        "index %r is not attached to a plone.pgcatalog catalog; get it "
-        "through catalog._catalog.getIndex(name) or catalog.Indexes[name]"
-        % index.getId())

@@ -1,7 +1,9 @@
 """BooleanIndex: True/False per document; only the first query key counts."""
 from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
 
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
+from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.schema import IndexSpec
@@ -12,7 +14,7 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
 
     def pgc_extract(self, obj):
         value = common.datum(self, obj)
-        return value if value is common.MISSING else bool(value)
+        return value if value is MISSING else bool(value)
 
     def pgc_where(self, iq, qc):
         keys = iq.keys
@@ -20,16 +22,10 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
             return NO_MATCH
         # BooleanIndex.query_index uses the first key only.
         value = bool(keys[0])
-        return "%s = %s::jsonb" % (self.pgc_key_sql(),
-                                   qc.param(common.jsonb(value)))
-
-    def pgc_eq_sql(self, values, qc, alias="e"):
-        return "%s = ANY(%s::jsonb[])" % (
-            self.pgc_key_sql(alias), qc.param([common.jsonb(v)
-                                               for v in values]))
+        return q("{} = {}::jsonb", self.pgc_key_sql(), common.jsonb(value))
 
     def pgc_indexes(self):
-        return [IndexSpec("bool", "(%s)" % self.pgc_key_sql(None))]
+        return [IndexSpec("bool", q("({})", self.pgc_key_sql(None)).ddl)]
 
     def uniqueValues(self, name=None, withLengths=0):
         """Both values, as BooleanIndex gives them: the value it keeps in

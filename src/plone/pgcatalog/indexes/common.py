@@ -1,10 +1,82 @@
-"""SQL building blocks shared by the value index kinds (Field, UUID, ...)."""
+"""SQL building blocks shared by the index kinds (Field, UUID, ...).
+
+Everything here composes :class:`~plone.pgcatalog.fragment.Fragment`
+values.  This module imports nothing of the index machinery (base.py and
+access.py import it), so the sentinels and :func:`find_tool` live here and
+base.py hands them on.
+"""
 import orjson
+from Acquisition import aq_base
+from Acquisition import aq_chain
+from Products.PluginIndexes.unindex import _marker
 
-from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog import codec
+from plone.pgcatalog import schema
+from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import not_
+from plone.pgcatalog.fragment import or_
+from plone.pgcatalog.fragment import q
 
 
-_NATIVE = (str, int, float, bool)
+class _Sentinel:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __bool__(self):
+        return False
+
+
+#: ``pgc_extract`` result: the object is not indexed in this index.
+MISSING = _Sentinel("MISSING")
+#: ``pgc_where`` result: the query matches nothing.
+NO_MATCH = _Sentinel("NO_MATCH")
+
+
+def find_tool(index):
+    """The catalog tool an index belongs to (through acquisition, else the
+    tool that last handed the index out)."""
+    for ob in aq_chain(index):
+        if getattr(aq_base(ob), "_pgc_is_tool", False):
+            return ob
+    tool = getattr(aq_base(index), "_v_pgc_tool", None)
+    if tool is not None:
+        return tool
+    raise CatalogError(
+        "index %r is not attached to a plone.pgcatalog catalog; get it "
+        "through catalog._catalog.getIndex(name) or catalog.Indexes[name]"
+        % index.getId())
+
+
+#: the JSONB column of an entry: bare (index definitions) or through the
+#: aliases the kinds use (``e`` the entry, ``x`` another entry)
+_COLUMNS = {None: q("idx"), "e": q("e.idx"), "x": q("x.idx")}
+
+
+def column(alias):
+    """The ``idx`` column of the entry ``alias`` (None: bare)."""
+    found = _COLUMNS.get(alias)
+    return found if found is not None else ident(alias, "idx")
+
+
+def key_sql(name, alias="e"):
+    """``(<alias>.idx -> 'name')``: the name as a literal, whatever it
+    holds."""
+    return q("({} -> {})", column(alias), literal(name))
+
+
+def text_sql(name, alias="e"):
+    """``((<alias>.idx ->> 'name') COLLATE "C")``."""
+    return q('(({} ->> {}) COLLATE "C")', column(alias), literal(name))
+
+
+#: comparison operators by their spelling (constants only)
+OPS = {op: q(op) for op in ("=", "<", "<=", ">", ">=")}
 
 
 def stored(value):
@@ -36,7 +108,6 @@ def stored(value):
 
 def needs_tag(text):
     """``text`` holds what PostgreSQL text cannot (NUL, lone surrogates)."""
-    from plone.pgcatalog import codec
     return codec._str_needs_tag(text)
 
 
@@ -58,7 +129,6 @@ def text_bound(value, op):
 
 
 def _codec_encode(value):
-    from plone.pgcatalog import codec
     return codec.encode(value)
 
 
@@ -76,7 +146,6 @@ def datum(index, obj):
     """The value a UnIndex-style index takes from ``obj`` (last indexed
     attribute with a value wins, as UnIndex's forward index ends up), run
     through the index's own ``_convert``; MISSING when not indexed."""
-    from Products.PluginIndexes.unindex import _marker
     value = MISSING
     for attr in index.getIndexSourceNames():
         found = index._get_object_datum(obj, attr)
@@ -103,50 +172,50 @@ def range_bounds(iq, keys):
     return lo, hi
 
 
-def compare_sql(expr, text_expr, value, op, qc, kind_expr=None):
-    """``expr op value`` with ZCatalog's (Python's) ordering: strings by
-    code point, numbers numerically; other types never compare.
-    ``kind_expr`` (``sort_kind_sql``), when given, says "is a string" the
-    way the sort index does, so string ranges use that index."""
+def compare_sql(expr, text_expr, value, op, kind_expr=None):
+    """``expr op value`` (Fragments ``expr``, ``text_expr``; ``op`` one of
+    :data:`OPS`) with ZCatalog's (Python's) ordering: strings by code
+    point, numbers numerically; other types never compare.  ``kind_expr``
+    (``sort_kind_sql``), when given, says "is a string" the way the sort
+    index does, so string ranges use that index."""
     if isinstance(value, str):
         op, value = text_bound(str(value), op)
         if kind_expr is not None:
             # the prefix comparison (implied by the exact one: truncating
             # keeps code point order) lets the sort index serve the range
-            return "(%s IS NULL AND %s %s %s AND %s %s)" % (
-                kind_expr, prefix_of(text_expr), "<=" if op == "<" else op,
-                qc.param(value[:PREFIX]), text_expr,
-                op + " " + qc.param(value))
-        return "(jsonb_typeof(%s) = 'string' AND %s %s %s)" % (
-            expr, text_expr, op, qc.param(value))
+            return q("({} IS NULL AND {} {} {} AND {} {} {})",
+                     kind_expr, prefix_of(text_expr),
+                     OPS["<=" if op == "<" else op], value[:PREFIX],
+                     text_expr, OPS[op], value)
+        return q("(jsonb_typeof({}) = 'string' AND {} {} {})",
+                 expr, text_expr, OPS[op], value)
     if isinstance(value, bool):
-        return "(jsonb_typeof(%s) = 'boolean' AND %s %s %s::jsonb)" % (
-            expr, expr, op, qc.param(jsonb(value)))
+        return q("(jsonb_typeof({}) = 'boolean' AND {} {} {}::jsonb)",
+                 expr, expr, OPS[op], jsonb(value))
     if isinstance(value, (int, float)):
         # CASE, not AND: PostgreSQL may evaluate the cast before the type
         # test, and casting a JSON string to numeric is an error
-        return ("(CASE WHEN jsonb_typeof(%s) = 'number' THEN (%s)::numeric "
-                "END %s %s)" % (expr, expr, op, qc.param(value)))
-    return "(%s %s %s::jsonb)" % (expr, op, qc.param(jsonb(value)))
+        return q("(CASE WHEN jsonb_typeof({}) = 'number' THEN ({})::numeric "
+                 "END {} {})", expr, expr, OPS[op], value)
+    return q("({} {} {}::jsonb)", expr, OPS[op], jsonb(value))
 
 
-def value_where(index, iq, qc, convert=None):
+def value_where(index, iq, convert=None):
     """The UnIndex query semantics (query, range, not) for an index that
-    stores one value per document under ``idx[name]``."""
-    from plone.pgcatalog.indexes.base import NO_MATCH
+    stores one value per document under ``idx[name]``: a Fragment, or
+    NO_MATCH."""
     expr = index.pgc_key_sql()
     convert = convert or (lambda v: index._convert(v))
     not_parm = iq.get("not", None)
     keys = iq.keys
     if not keys and not_parm:
         return not_only_sql(index, [convert(v) for v in not_parm],
-                            bool(iq.get("range", None)), qc, eq_any_sql)
+                            bool(iq.get("range", None)), eq_any_sql)
     parts = []
     if not_parm:
         not_values = [jsonb(convert(v)) for v in not_parm if v is not None]
         if not_values:
-            parts.append("(%s = ANY(%s::jsonb[])) IS NOT TRUE" % (
-                expr, qc.param(not_values)))
+            parts.append(not_(q("{} = ANY({}::jsonb[])", expr, not_values)))
     if iq.get("range", None):
         # a range, even without values: ``{"range": "mni"}`` (neither min
         # nor max) means every document with a value, as in UnIndex;
@@ -154,26 +223,26 @@ def value_where(index, iq, qc, convert=None):
         lo, hi = range_bounds(iq, [convert(k) for k in keys])
         if lo is not None:
             parts.append(compare_sql(expr, index.pgc_text_sql(), lo,
-                                     ">=", qc, sort_kind_sql(index)))
+                                     ">=", sort_kind_sql(index)))
         if hi is not None:
             parts.append(compare_sql(expr, index.pgc_text_sql(), hi,
-                                     "<=", qc, sort_kind_sql(index)))
+                                     "<=", sort_kind_sql(index)))
         if lo is None and hi is None:
             parts.append(index.pgc_present_sql())
     else:
         keys = [convert(k) for k in keys if k is not None]
         if not keys:
             return NO_MATCH
-        parts.append(index.pgc_eq_sql(keys, qc))
-    return " AND ".join(parts)
+        parts.append(index.pgc_eq_sql(keys))
+    return and_(*parts)
 
 
-def eq_any_sql(index, alias, values, qc):
+def eq_any_sql(index, alias, values):
     """The entry ``alias`` has one of ``values`` in the index."""
-    return index.pgc_eq_sql(values, qc, alias)
+    return index.pgc_eq_sql(values, alias)
 
 
-def value_eq_sql(index, values, qc, alias="e"):
+def value_eq_sql(index, values, alias="e"):
     """The entry ``alias`` has one of ``values`` (Python values) under a
     value index, through its sort index (:func:`sort_index_spec`): a
     string by its kind (NULL) and prefix, the whole string compared only
@@ -192,23 +261,23 @@ def value_eq_sql(index, values, qc, alias="e"):
     parts = []
     if short:
         if len(short) == 1:
-            parts.append("(%s IS NULL AND %s = %s)" % (
-                kind, prefix, qc.param(short[0])))
+            parts.append(q("({} IS NULL AND {} = {})", kind, prefix,
+                           short[0]))
         else:
-            parts.append("(%s IS NULL AND %s = ANY(%s::text[]))" % (
-                kind, prefix, qc.param(short)))
+            parts.append(q("({} IS NULL AND {} = ANY({}::text[]))", kind,
+                           prefix, short))
     for value in long_:
-        parts.append("(%s IS NULL AND %s = %s AND %s = %s)" % (
-            kind, prefix, qc.param(value[:PREFIX]), text, qc.param(value)))
+        parts.append(q("({} IS NULL AND {} = {} AND {} = {})", kind, prefix,
+                       value[:PREFIX], text, value))
     if other:
         if len(other) == 1:
-            parts.append("%s = %s::jsonb" % (kind, qc.param(other[0])))
+            parts.append(q("{} = {}::jsonb", kind, other[0]))
         else:
-            parts.append("%s = ANY(%s::jsonb[])" % (kind, qc.param(other)))
-    return parts[0] if len(parts) == 1 else "(%s)" % " OR ".join(parts)
+            parts.append(q("{} = ANY({}::jsonb[])", kind, other))
+    return or_(*parts)
 
 
-def not_only_sql(index, not_values, has_range, qc, any_sql):
+def not_only_sql(index, not_values, has_range, any_sql):
     """``{"not": ...}`` without query values, as ``UnIndex.query_index``.
 
     ZCatalog starts from every catalogued document and subtracts the
@@ -216,20 +285,24 @@ def not_only_sql(index, not_values, has_range, qc, any_sql):
     one: then it takes the union of all the index's values instead, i.e.
     only the documents *with* a value (an index without values gives
     nothing).  With a range option it always takes that second path.
-    ``any_sql(index, alias, values, qc)`` is the kind's "entry ``alias``
-    has one of ``values``" condition (None values are never keys)."""
-    from plone.pgcatalog import schema
+    ``any_sql(index, alias, values)`` is the kind's "entry ``alias`` has
+    one of ``values``" condition (None values are never keys)."""
     present = index.pgc_present_sql()
     values = [v for v in not_values if v is not None]
     if not values:
         return present
-    excluded = any_sql(index, "e", values, qc)
+    excluded = any_sql(index, "e", values)
     if has_range:
-        return "%s AND (%s) IS NOT TRUE" % (present, excluded)
-    excluded_x = any_sql(index, "x", values, qc)
-    return ("(%s) IS NOT TRUE AND (%s OR EXISTS (SELECT 1 FROM %s x WHERE "
-            "x.cid = e.cid AND %s))" % (excluded, present, schema.ENTRIES,
-                                        excluded_x))
+        return and_(present, not_(excluded))
+    return and_(not_(excluded), or_(present, exists_other(
+        any_sql(index, "x", values))))
+
+
+def exists_other(condition):
+    """Some entry ``x`` of the catalog of the entry ``e`` meets
+    ``condition`` (a Fragment over ``x``)."""
+    return q("EXISTS (SELECT 1 FROM {} x WHERE x.cid = e.cid AND {})",
+             ident(schema.ENTRIES), condition)
 
 
 #: characters of a string value a B-tree holds (at most 1,600 bytes of
@@ -239,7 +312,9 @@ PREFIX = 400
 
 
 def prefix_of(text_expr):
-    return "left(%s, %d)" % (text_expr, PREFIX)
+    """The first PREFIX characters of ``text_expr`` (the length written
+    out: an index definition takes no parameters)."""
+    return q("left({}, {})", text_expr, literal(PREFIX))
 
 
 def sort_kind_sql(index, alias="e"):
@@ -248,24 +323,24 @@ def sort_kind_sql(index, alias="e"):
     strings follow by code point (Python's order for the values ZCatalog
     can sort together)."""
     expr = index.pgc_key_sql(alias)
-    return "(CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END)" % (
-        expr, expr)
+    return q("(CASE WHEN jsonb_typeof({}) = 'string' THEN NULL ELSE {} END)",
+             expr, expr)
 
 
 def sort_sql(index):
-    """Order by the stored value with Python's ordering: numbers/booleans
-    by their JSON order, strings by code point (their prefix, then the
-    whole text: the same order).  The value indexes' B-tree
-    (:func:`sort_index_spec`) gives this order up to the prefix (a page of
-    a title-sorted listing is read from the index), and serves equality
-    and string ranges."""
+    """The sort keys (a tuple of Fragments) ordering by the stored value
+    with Python's ordering: numbers/booleans by their JSON order, strings
+    by code point (their prefix, then the whole text: the same order).
+    The value indexes' B-tree (:func:`sort_index_spec`) gives this order up
+    to the prefix (a page of a title-sorted listing is read from the
+    index), and serves equality and string ranges."""
     text = index.pgc_text_sql()
-    return "%s, %s, %s" % (sort_kind_sql(index), prefix_of(text), text)
+    return (sort_kind_sql(index), prefix_of(text), text)
 
 
 def sort_index_spec(index):
     """The B-tree of :func:`sort_sql` (kind, prefix): bounded for any
     string, however long (a 3,000-byte title commits)."""
-    from plone.pgcatalog.schema import IndexSpec
-    return IndexSpec("valuesort", "((%s), (%s))" % (
-        sort_kind_sql(index, None), prefix_of(index.pgc_text_sql(None))))
+    return schema.IndexSpec("valuesort", q(
+        "(({}), ({}))", sort_kind_sql(index, None),
+        prefix_of(index.pgc_text_sql(None))).ddl)

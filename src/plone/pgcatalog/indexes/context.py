@@ -18,20 +18,9 @@ class QueryContext:
         self.text_df = text_df
         #: relevance Fragments over the entry ``e`` (summed for ordering)
         self.ranks = []
-        # transition: kinds not yet composing Fragments collect their
-        # parameters here (see query._as_fragment)
-        self.params = []
 
-    def param(self, value):
-        self.params.append(value)
-        return "%s"
-
-    @property
-    def rank_exprs(self):  # transition (tests of not-yet-converted kinds)
-        return [r.text for r in self.ranks]
-
-    def add_rank(self, expr, params=()):
+    def add_rank(self, expr):
         """Add a relevance expression (a Fragment)."""
         if not isinstance(expr, Fragment):
-            expr = Fragment(expr, params)
+            raise TypeError("a relevance expression is a Fragment")
         self.ranks.append(expr)

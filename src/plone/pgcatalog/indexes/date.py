@@ -12,7 +12,10 @@ logic lives in :class:`UnIndexDateQuery`, shared with DateRecurringIndex
 """
 from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
 
-from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import not_
+from plone.pgcatalog.fragment import or_
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
@@ -33,11 +36,11 @@ class UnIndexDateQuery:
     array of them (DateRecurringIndex).  Their ``query_options`` have no
     ``operator``, so IndexQuery always says "or".
 
-    Kinds provide the value-level SQL:
+    Kinds provide the value-level SQL (Fragments):
 
-    ``_pgc_any_sql(expr, values, qc)``
+    ``_pgc_any_sql(expr, values)``
         the document at ``expr`` has one of ``values``;
-    ``_pgc_range_sql(expr, lo, hi, qc)``
+    ``_pgc_range_sql(expr, lo, hi)``
         ... has a value in ``[lo, hi]`` (``None`` = open; both None: has a
         value at all);
     ``_pgc_lookup(value)``
@@ -46,12 +49,7 @@ class UnIndexDateQuery:
     """
 
     def _pgc_expr(self, alias="e"):
-        return "(%s.idx -> %s)" % (alias, self._pgc_key_literal)
-
-    def _pgc_scope_sql(self):
-        """The catalog's entries, as alias ``x``, for a sub-select over the
-        catalog of the outer entry ``e``."""
-        return "%s x WHERE x.cid = e.cid" % schema.ENTRIES
+        return self.pgc_key_sql(alias)
 
     def pgc_where(self, iq, qc):
         expr = self._pgc_expr()
@@ -63,7 +61,7 @@ class UnIndexDateQuery:
             opr_args = [a for a in ("min", "max") if range_parm.find(a) > -1]
 
         if not keys and not_parm:
-            return self._pgc_not_only(expr, not_parm, opr_args, qc)
+            return self._pgc_not_only(expr, not_parm, opr_args)
 
         converted = [self._convert(k) for k in keys]
         if opr_args is not None:
@@ -74,12 +72,12 @@ class UnIndexDateQuery:
             hi = max(converted) if "max" in opr_args else None
             if not hi:  # UnIndex: ``if hi:`` - a falsy bound is no bound
                 hi = None
-            cond = self._pgc_range_sql(expr, lo, hi, qc)
+            cond = self._pgc_range_sql(expr, lo, hi)
         else:
             values = [k for k in converted if k is not None]
             if not values:
                 return NO_MATCH
-            cond = self._pgc_any_sql(expr, values, qc)
+            cond = self._pgc_any_sql(expr, values)
 
         if not_parm:
             # UnIndex subtracts ``_apply_not(not_parm)`` with the *raw* not
@@ -88,11 +86,10 @@ class UnIndexDateQuery:
             raw = [self._pgc_lookup(v) for v in not_parm]
             raw = [v for v in raw if v is not None]
             if raw:
-                cond = "%s AND (%s) IS NOT TRUE" % (
-                    cond, self._pgc_any_sql(expr, raw, qc))
+                cond = and_(cond, not_(self._pgc_any_sql(expr, raw)))
         return cond
 
-    def _pgc_not_only(self, expr, not_parm, opr_args, qc):
+    def _pgc_not_only(self, expr, not_parm, opr_args):
         """``{"not": ...}`` without query values.
 
         ZCatalog starts from every catalogued document and subtracts the
@@ -106,13 +103,12 @@ class UnIndexDateQuery:
         nots = [v for v in nots if v is not None and self._pgc_in_range(v)]
         if not nots:
             return present
-        excluded = self._pgc_any_sql(expr, nots, qc)
+        excluded = self._pgc_any_sql(expr, nots)
         if opr_args is not None:
-            return "%s AND (%s) IS NOT TRUE" % (present, excluded)
-        excluded_x = self._pgc_any_sql(self._pgc_expr("x"), nots, qc)
-        return ("(%s) IS NOT TRUE AND (%s OR EXISTS (SELECT 1 FROM %s AND "
-                "%s))" % (excluded, present, self._pgc_scope_sql(),
-                          excluded_x))
+            return and_(present, not_(excluded))
+        excluded_x = self._pgc_any_sql(self._pgc_expr("x"), nots)
+        return and_(not_(excluded), or_(present,
+                                        common.exists_other(excluded_x)))
 
     @staticmethod
     def _pgc_in_range(value):
@@ -132,30 +128,28 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
         return common.datum(self, obj)
 
     def _pgc_expr(self, alias="e"):
-        return "((%s -> %s)::bigint)" % (
-            "idx" if alias is None else alias + ".idx", self._pgc_key_literal)
+        return q("({}::bigint)", self.pgc_key_sql(alias))
 
     def pgc_present_sql(self):
         # the expression of the bigint index (its statistics)
-        return "(%s IS NOT NULL)" % self._pgc_expr()
+        return q("({} IS NOT NULL)", self._pgc_expr())
 
     # -- value SQL (one number per document) --------------------------------
-    def _pgc_any_sql(self, expr, values, qc):
+    def _pgc_any_sql(self, expr, values):
         values = sorted(set(values))
         if len(values) == 1:
-            return "%s = %s::bigint" % (expr, qc.param(int(values[0])))
-        return "%s = ANY(%s::bigint[])" % (
-            expr, qc.param([int(v) for v in values]))
+            return q("{} = {}::bigint", expr, int(values[0]))
+        return q("{} = ANY({}::bigint[])", expr, [int(v) for v in values])
 
-    def _pgc_range_sql(self, expr, lo, hi, qc):
+    def _pgc_range_sql(self, expr, lo, hi):
         conds = []
         if lo is not None:
-            conds.append("%s >= %s::bigint" % (expr, qc.param(int(lo))))
+            conds.append(q("{} >= {}::bigint", expr, int(lo)))
         if hi is not None:
-            conds.append("%s <= %s::bigint" % (expr, qc.param(int(hi))))
+            conds.append(q("{} <= {}::bigint", expr, int(hi)))
         if not conds:
             return self.pgc_present_sql()
-        return "(%s)" % " AND ".join(conds)
+        return and_(*conds)
 
     def _pgc_lookup(self, value):
         # DateIndex's forward index is an IOBTree: only integers are keys.
@@ -165,10 +159,10 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
 
     # -- sorting, decoding, DDL -------------------------------------------
     def pgc_sort(self, qc):
-        return self._pgc_expr(), self.pgc_present_sql()
+        return (self._pgc_expr(),), self.pgc_present_sql()
 
     def pgc_decode(self, value):
         return value
 
     def pgc_indexes(self):
-        return [IndexSpec("datebigint", "(%s)" % self._pgc_expr(None))]
+        return [IndexSpec("datebigint", q("({})", self._pgc_expr(None)).ddl)]

@@ -10,9 +10,10 @@ configured ZCatalog indexes nothing, and so do we.
 from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
 from Products.PluginIndexes.util import safe_callable
 
-from plone.pgcatalog.indexes.access import _tool
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import find_tool
 from plone.pgcatalog.indexes.date import json_int
 
 
@@ -41,19 +42,19 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
             # become unbounded and every indexed document matches.
             return self.pgc_present_sql()
         expr = self.pgc_key_sql()
-        since = "(%s -> 0)" % expr
-        until = "(%s -> 1)" % expr
+        since = q("({} -> 0)", expr)
+        until = q("({} -> 1)", expr)
         # jsonb orders null below every number, so an open since passes
         # ``since <= term`` by itself; an open until needs saying.
-        return ("(%s <= %s::jsonb AND (%s >= %s::jsonb OR %s = 'null'::jsonb))"
-                % (since, qc.param(json_int(term)), until,
-                   qc.param(json_int(term)), until))
+        return q("({} <= {}::jsonb AND ({} >= {}::jsonb OR {} = "
+                 "'null'::jsonb))", since, json_int(term), until,
+                 json_int(term), until)
 
     def pgc_sort(self, qc):
         # ZCatalog sorts by the (since, until) tuples of documentToKeyMap
         # (and fails when it meets None or sorts without a limit); jsonb
         # orders these two-element arrays element-wise, null first.
-        return self.pgc_key_sql(), self.pgc_present_sql()
+        return (self.pgc_key_sql(),), self.pgc_present_sql()
 
     def pgc_decode(self, value):
         return tuple(value)
@@ -67,17 +68,8 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
         documents, then those of the open-ended ones, each group sorted."""
         if name not in (self._since_field, self._until_field):
             return
-        pos, other = (0, 1) if name == self._since_field else (1, 0)
-        tool = _tool(self)
-        key = self._pgc_key_literal
-        rows = tool._pgc_query(
-            "SELECT e.idx -> %(k)s -> %(pos)d AS v, "
-            "(e.idx -> %(k)s -> %(other)d) = 'null'::jsonb AS is_open, "
-            "count(*) "
-            "FROM pgcatalog_entries e WHERE e.cid = %%s AND e.idx ? %(k)s "
-            "AND (e.idx -> %(k)s -> %(pos)d) <> 'null'::jsonb "
-            "GROUP BY 1, 2" % {"k": key, "pos": pos, "other": other},
-            (tool._pgc_cid(),))
+        pos = 0 if name == self._since_field else 1
+        rows = find_tool(self)._pgc_store().range_bound_counts(self, pos)
         rows = sorted(((bool(is_open), value, count)
                        for value, is_open, count in rows),
                       key=lambda row: (row[0], row[1]))

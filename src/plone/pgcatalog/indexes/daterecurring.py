@@ -18,8 +18,13 @@ from plone.event.utils import pydt
 from Products.DateRecurringIndex.index import DateRecurringIndex
 from Products.PluginIndexes.util import safe_callable
 
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import or_
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import dumps
 from plone.pgcatalog.indexes.date import UnIndexDateQuery
 from plone.pgcatalog.indexes.date import json_int
 from plone.pgcatalog.schema import IndexSpec
@@ -53,34 +58,33 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
         return values if values else MISSING
 
     # -- value SQL (a sorted array of numbers per document) -----------------
-    def _pgc_any_sql(self, expr, values, qc):
+    def _pgc_any_sql(self, expr, values):
         values = sorted(set(values))
-        return "(%s)" % " OR ".join(
-            "%s @> %s::jsonb" % (expr, qc.param("[%s]" % json_int(v)))
-            for v in values)
+        return or_(*[q("{} @> {}::jsonb", expr, dumps([int(v)]))
+                     for v in values])
 
-    def _pgc_range_sql(self, expr, lo, hi, qc):
-        first = "(%s -> 0)" % expr
-        last = "(%s -> -1)" % expr
+    def _pgc_range_sql(self, expr, lo, hi):
+        first = q("({} -> 0)", expr)
+        last = q("({} -> -1)", expr)
         if lo is None and hi is None:
             return self.pgc_present_sql()
         if hi is None:
-            return "(%s >= %s::jsonb AND jsonb_typeof(%s) = 'number')" % (
-                last, qc.param(json_int(lo)), last)
+            return q("({} >= {}::jsonb AND jsonb_typeof({}) = 'number')",
+                     last, json_int(lo), last)
         if lo is None:
-            return "(%s <= %s::jsonb AND jsonb_typeof(%s) = 'number')" % (
-                first, qc.param(json_int(hi)), first)
+            return q("({} <= {}::jsonb AND jsonb_typeof({}) = 'number')",
+                     first, json_int(hi), first)
         lo_p, hi_p = json_int(lo), json_int(hi)
         # first <= hi and last >= lo; then an occurrence lies in the range
         # when the first or the last does, else look at the others.
-        return (
-            "(%s <= %s::jsonb AND %s >= %s::jsonb AND (%s >= %s::jsonb OR "
-            "%s <= %s::jsonb OR EXISTS (SELECT 1 FROM "
-            "jsonb_array_elements(%s) AS o(v) WHERE o.v >= %s::jsonb AND "
-            "o.v <= %s::jsonb)))" % (
-                first, qc.param(hi_p), last, qc.param(lo_p),
-                first, qc.param(lo_p), last, qc.param(hi_p),
-                expr, qc.param(lo_p), qc.param(hi_p)))
+        return and_(
+            q("{} <= {}::jsonb", first, hi_p),
+            q("{} >= {}::jsonb", last, lo_p),
+            or_(q("{} >= {}::jsonb", first, lo_p),
+                q("{} <= {}::jsonb", last, hi_p),
+                q("EXISTS (SELECT 1 FROM jsonb_array_elements({}) AS o(v) "
+                  "WHERE o.v >= {}::jsonb AND o.v <= {}::jsonb)",
+                  expr, lo_p, hi_p)))
 
     def _pgc_lookup(self, value):
         # The forward index is an OOBTree of ints: numbers equal to a key
@@ -98,9 +102,9 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
     def pgc_sort(self, qc):
         # ZCatalog sorts by the tuple of all occurrences; jsonb compares
         # arrays by length first, PostgreSQL arrays like Python tuples.
-        return ("(string_to_array(btrim(%s, '[]'), ',')::bigint[])"
-                % ("(e.idx ->> %s)" % self._pgc_key_literal),
-                self.pgc_present_sql())
+        return (q("(string_to_array(btrim({}, '[]'), ',')::bigint[])",
+                  q("(e.idx ->> {})", literal(self.getId()))),), \
+            self.pgc_present_sql()
 
     def pgc_decode(self, value):
         if isinstance(value, list):
@@ -108,11 +112,11 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
         return value
 
     def pgc_indexes(self):
-        key = self._pgc_key_literal
+        key = self.pgc_key_sql(None)
         return [
-            IndexSpec("daterecurring-first", "(((idx -> %s) -> 0))" % key),
-            IndexSpec("daterecurring-last", "(((idx -> %s) -> -1))" % key),
+            IndexSpec("daterecurring-first", q("(({} -> 0))", key).ddl),
+            IndexSpec("daterecurring-last", q("(({} -> -1))", key).ddl),
             IndexSpec("daterecurring-gin",
-                      "USING gin ((idx -> %s) jsonb_path_ops)" % key,
+                      q("USING gin ({} jsonb_path_ops)", key).ddl,
                       shared=True),
         ]

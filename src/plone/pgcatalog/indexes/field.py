@@ -15,13 +15,13 @@ class ValueIndex(PGIndex):
         return common.datum(self, obj)
 
     def pgc_where(self, iq, qc):
-        return common.value_where(self, iq, qc)
+        return common.value_where(self, iq)
 
     def pgc_sort(self, qc):
         return common.sort_sql(self), self.pgc_present_sql()
 
-    def pgc_eq_sql(self, values, qc, alias="e"):
-        return common.value_eq_sql(self, values, qc, alias)
+    def pgc_eq_sql(self, values, alias="e"):
+        return common.value_eq_sql(self, values, alias)
 
     def pgc_indexes(self):
         # one B-tree (kind, prefix) for equality, ranges and sorting

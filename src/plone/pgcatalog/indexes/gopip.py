@@ -8,6 +8,8 @@ from plone.folder.nogopip import traverse
 from Products.CMFCore.interfaces import ISiteRoot
 from zope.component import getUtility
 
+from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
 
 
@@ -21,14 +23,12 @@ class PGGopipIndex(PGIndex, GopipIndex):
         self.id = id
 
     def pgc_extract(self, obj):
-        from plone.pgcatalog.indexes.base import MISSING
         return MISSING
 
     def pgc_where(self, iq, qc):
         # ZCatalog: GopipIndex._apply_index answers None, which
         # Catalog._search_index takes for an empty result: a query naming
         # this index finds nothing.
-        from plone.pgcatalog.indexes.base import NO_MATCH
         return NO_MATCH
 
     def pgc_positions(self, paths):

@@ -1,11 +1,20 @@
 """KeywordIndex: a set of keywords per document; 'or' / 'and' queries."""
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import not_
+from plone.pgcatalog.fragment import or_
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.schema import IndexSpec
+
+
+#: an element of a keyword list, and its text (range queries)
+_ELEMENT = q("v.value")
+_ELEMENT_TEXT = q("((v.value #>> '{{}}') COLLATE \"C\")")
 
 
 class PGKeywordIndex(PGIndex, KeywordIndex):
@@ -16,18 +25,28 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
     pgc_forward_sets = True
 
     def pgc_extract(self, obj):
+        # KeywordIndex._index_object for a new document: the first source
+        # with keywords gives them in the order _get_object_keywords makes
+        # them (a set's), a later source with other keywords replaces them
+        # (an OOSet's order: sorted)
         keywords = None
         for attr in self.getIndexSourceNames():
             found = self._get_object_keywords(obj, attr)
-            if found:
-                keywords = found
+            if not found:
+                continue
+            if keywords is None:
+                keywords = list(found)
+            elif set(found) != set(keywords):
+                keywords = _sorted(found)
         if not keywords:
             return MISSING
-        try:
-            keywords = sorted(keywords)
-        except TypeError:
-            keywords = list(keywords)
-        return common.stored(keywords)
+        values = common.stored(keywords)
+        if _self_sorting(values):
+            # the sort expression orders these itself (pgc_sort)
+            return values
+        # other lists are kept sorted, as the sort expression reads them
+        # in their stored order
+        return common.stored(_sorted(keywords))
 
     def pgc_where(self, iq, qc):
         expr = self.pgc_key_sql()
@@ -35,12 +54,12 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         not_parm = iq.get("not", None)
         if not iq.keys and not_parm:
             return common.not_only_sql(self, list(not_parm),
-                                       bool(iq.get("range", None)), qc,
+                                       bool(iq.get("range", None)),
                                        _keyword_any_sql)
         if not_parm:
             values = [v for v in not_parm if v is not None]
             if values:
-                parts.append("(%s) IS NOT TRUE" % self._any_sql(values, qc))
+                parts.append(not_(self._pgc_any_sql(values)))
         keys = iq.keys
         bounds = common.range_bounds(iq, list(keys))
         if bounds is not None or keys:
@@ -49,54 +68,80 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
             if bounds is not None:
                 lo, hi = bounds
                 conds = []
-                text = '(v.value #>> \'{}\') COLLATE "C"'
                 if lo is not None:
-                    conds.append(common.compare_sql("v.value", text, lo,
-                                                    ">=", qc))
+                    conds.append(common.compare_sql(
+                        _ELEMENT, _ELEMENT_TEXT, lo, ">="))
                 if hi is not None:
-                    conds.append(common.compare_sql("v.value", text, hi,
-                                                    "<=", qc))
-                parts.append(
+                    conds.append(common.compare_sql(
+                        _ELEMENT, _ELEMENT_TEXT, hi, "<="))
+                parts.append(q(
                     "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN "
-                    "jsonb_typeof(%s) = 'array' THEN %s END) AS v(value) "
-                    "WHERE %s)" % (expr, expr, " AND ".join(conds) or "TRUE"))
+                    "jsonb_typeof({}) = 'array' THEN {} END) AS v(value) "
+                    "WHERE {})", expr, expr, and_(*conds)))
             else:
                 keys = [k for k in keys if k is not None]
                 if not keys:
                     return NO_MATCH
                 if iq.operator == "and":
-                    parts.append("%s @> %s::jsonb" % (
-                        expr, qc.param(common.jsonb(list(keys)))))
+                    parts.append(q("{} @> {}::jsonb", expr,
+                                   common.jsonb(list(keys))))
                 else:
-                    parts.append(self._any_sql(keys, qc))
+                    parts.append(self._pgc_any_sql(keys))
         elif keys is not None and not not_parm:
             return NO_MATCH
-        return " AND ".join(parts) if parts else "TRUE"
+        return and_(*parts)
 
-    def _any_sql(self, values, qc, alias="e"):
-        expr = "(%s.idx -> %s)" % (alias, self._pgc_key_literal)
+    def _pgc_any_sql(self, values, alias="e"):
+        expr = self.pgc_key_sql(alias)
         values = [common.stored(v) for v in values]
         if all(isinstance(v, str) for v in values):
-            return "%s ?| %s::text[]" % (expr, qc.param(values))
-        return "(%s)" % " OR ".join(
-            "%s @> %s::jsonb" % (expr, qc.param(common.dumps([v])))
-            for v in values)
+            return q("{} ?| {}::text[]", expr, values)
+        return or_(*[q("{} @> {}::jsonb", expr, common.dumps([v]))
+                     for v in values])
+
+    def pgc_eq_sql(self, values, alias="e"):
+        """The entry has one of ``values`` among its keywords."""
+        return self._pgc_any_sql(values, alias)
 
     def pgc_sort(self, qc):
         # ZCatalog sorts by the keyword lists of documentToKeyMap, compared
         # as Python lists (element-wise, code point order, a prefix first);
-        # jsonb would compare arrays by length first.  Ours are stored
-        # sorted.
+        # jsonb would compare arrays by length first.  The key is the list
+        # of the keywords' texts in sorted order: lists of strings, or of
+        # numbers, are sorted here (they are stored in ZCatalog's order);
+        # other lists are stored sorted (see pgc_extract) and read in
+        # their stored order.
         expr = self.pgc_key_sql()
-        return ("(ARRAY(SELECT t.v FROM jsonb_array_elements_text(CASE WHEN "
-                "jsonb_typeof(%s) = 'array' THEN %s END) WITH ORDINALITY "
-                "AS t(v, n) ORDER BY t.n) COLLATE \"C\")" % (expr, expr),
-                self.pgc_present_sql())
+        return (q(
+            "(ARRAY(SELECT t.v #>> '{{}}' FROM jsonb_array_elements(CASE WHEN "
+            "jsonb_typeof({}) = 'array' THEN {} END) WITH ORDINALITY AS "
+            "t(v, n), (SELECT NOT ({} @? '$[*] ? (@.type() != \"string\")')"
+            " AS strings, NOT ({} @? '$[*] ? (@.type() != \"number\")') AS "
+            "numbers) AS s ORDER BY CASE WHEN s.strings THEN t.v #>> '{{}}' "
+            "END COLLATE \"C\", CASE WHEN s.numbers THEN (t.v)::numeric END,"
+            " t.n) COLLATE \"C\")", expr, expr, expr, expr),), \
+            self.pgc_present_sql()
 
     def pgc_indexes(self):
-        return [IndexSpec("keyword", "USING gin (%s)" % self.pgc_key_sql(None),
+        return [IndexSpec("keyword", q("USING gin ({})",
+                                       self.pgc_key_sql(None)).ddl,
                           shared=True)]
 
 
-def _keyword_any_sql(index, alias, values, qc):
-    return index._any_sql(values, qc, alias)
+def _sorted(keywords):
+    try:
+        return sorted(keywords)
+    except TypeError:
+        return list(keywords)
+
+
+def _self_sorting(values):
+    """The SQL sort key orders these stored values as Python sorts them:
+    all strings (code point order: ``COLLATE "C"``), or all numbers."""
+    if all(type(v) is str for v in values):
+        return True
+    return all(type(v) in (int, float) for v in values)
+
+
+def _keyword_any_sql(index, alias, values):
+    return index._pgc_any_sql(values, alias)

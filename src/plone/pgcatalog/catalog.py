@@ -16,6 +16,8 @@ from Persistence import Persistent
 from persistent.mapping import PersistentMapping
 from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
 
+from plone.pgcatalog import logger
+from plone.pgcatalog.brains import make_brain_class
 from plone.pgcatalog.errors import CatalogError
 
 
@@ -128,7 +130,6 @@ class CatalogConfig(Persistent, Implicit):
 
     def delColumn(self, name, threshold=10000):
         if name not in self.schema:
-            from plone.pgcatalog import logger
             logger.error("delColumn attempted to delete nonexistent "
                          "column %s.", str(name))
             return
@@ -143,7 +144,6 @@ class CatalogConfig(Persistent, Implicit):
     def brain_class(self):
         klass = self._v_brain_class
         if klass is None or klass._pgc_names != self.names:
-            from plone.pgcatalog.brains import make_brain_class
             klass = self._v_brain_class = make_brain_class(self.names)
         return klass
 

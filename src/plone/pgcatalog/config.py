@@ -15,14 +15,20 @@ import os
 from plone.pgcatalog.errors import ConfigurationError
 
 
+try:
+    from App.config import getConfiguration
+except ImportError:  # pragma: no cover - Zope is always there in practice
+    getConfiguration = None
+
+
 ENV_DSN = "PGCATALOG_DSN"
 DEFAULT_POOL_MAX_SIZE = 16
 
 
-def _product_config():
-    try:
-        from App.config import getConfiguration
-    except ImportError:  # pragma: no cover - Zope is always there in practice
+def product_config():
+    """``<product-config plone.pgcatalog>`` of zope.conf (empty without
+    Zope)."""
+    if getConfiguration is None:  # pragma: no cover - Zope is always there
         return {}
     product_config = getattr(getConfiguration(), "product_config", None) or {}
     return product_config.get("plone.pgcatalog", {}) or {}
@@ -30,7 +36,7 @@ def _product_config():
 
 def get_dsn():
     """The DSN to use now: zope.conf first, then ``PGCATALOG_DSN``."""
-    dsn = _product_config().get("dsn") or os.environ.get(ENV_DSN)
+    dsn = product_config().get("dsn") or os.environ.get(ENV_DSN)
     if not dsn:
         raise ConfigurationError(
             "plone.pgcatalog has no PostgreSQL DSN: set PGCATALOG_DSN or add "
@@ -40,7 +46,7 @@ def get_dsn():
 
 
 def get_pool_max_size():
-    value = (_product_config().get("pool-max-size")
+    value = (product_config().get("pool-max-size")
              or os.environ.get("PGCATALOG_POOL_MAX_SIZE"))
     return int(value) if value else DEFAULT_POOL_MAX_SIZE
 
@@ -52,7 +58,7 @@ def get_plan_cache_mode():
     """PostgreSQL ``plan_cache_mode`` for catalog connections (default
     ``auto``; ``PGCATALOG_PLAN_CACHE_MODE`` / product-config
     ``plan-cache-mode`` to change)."""
-    value = (_product_config().get("plan-cache-mode")
+    value = (product_config().get("plan-cache-mode")
              or os.environ.get("PGCATALOG_PLAN_CACHE_MODE")
              or "auto")
     if value not in PLAN_CACHE_MODES:
@@ -66,7 +72,7 @@ DEFAULT_LOCK_TIMEOUT_MS = 200
 
 
 def _setting(name, env):
-    return _product_config().get(name) or os.environ.get(env)
+    return product_config().get(name) or os.environ.get(env)
 
 
 def get_lock_timeout_ms():

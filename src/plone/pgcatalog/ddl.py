@@ -45,6 +45,8 @@ from psycopg import sql
 
 from plone.pgcatalog import db
 from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import q
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -53,25 +55,40 @@ logger = logging.getLogger("plone.pgcatalog")
 #: leaves the rest to the background builder
 BUILD_WAIT = 30.0
 
-_REGISTERED_SQL = ("SELECT pg_index FROM pgcatalog_indexes WHERE cid = %s "
-                   "AND name = %s")
-_REGISTER_SQL = ("INSERT INTO pgcatalog_indexes (cid, name, pg_index) "
-                 "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING")
-_UNREGISTER_SQL = ("DELETE FROM pgcatalog_indexes WHERE cid = %s AND "
-                   "name = %s AND pg_index = ANY(%s) RETURNING pg_index")
-_USED_SQL = "SELECT 1 FROM pgcatalog_indexes WHERE pg_index = %s LIMIT 1"
+REGISTRY = ident(schema.INDEXES)
+
+
+def select_registered(cid, index_id):
+    return q("SELECT pg_index FROM {} WHERE cid = {} AND name = {}",
+             REGISTRY, cid, index_id)
+
+
+def insert_registered(cid, index_id, name):
+    return q("INSERT INTO {} (cid, name, pg_index) VALUES ({}, {}, {}) "
+             "ON CONFLICT DO NOTHING", REGISTRY, cid, index_id, name)
+
+
+def delete_registered(cid, index_id, names):
+    return q("DELETE FROM {} WHERE cid = {} AND name = {} AND pg_index = "
+             "ANY({}) RETURNING pg_index", REGISTRY, cid, index_id, names)
+
+
+def select_used(name):
+    return q("SELECT 1 FROM {} WHERE pg_index = {} LIMIT 1", REGISTRY, name)
+
+
+def select_validity(name):
+    """Whether index ``name`` is valid (no row: it does not exist)."""
+    return q("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid "
+             "= i.indexrelid WHERE c.relnamespace = "
+             "current_schema()::regnamespace AND c.relname = {}", name)
+
+
 #: the catalog's PostgreSQL indexes that can serve queries
 _VALID_SQL = (
     "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = "
     "i.indexrelid WHERE c.relnamespace = current_schema()::regnamespace "
     "AND i.indisvalid")
-#: whether index %s is valid (no row: it does not exist)
-_VALIDITY_SQL = (
-    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = "
-    "i.indexrelid WHERE c.relnamespace = current_schema()::regnamespace "
-    "AND c.relname = %s")
-
-
 def wanted(index, cid):
     """``{PostgreSQL index name: CREATE INDEX CONCURRENTLY statement}`` of
     ``index``."""
@@ -89,7 +106,7 @@ def create(session, cid, index):
     index_id = index.getId()
     want = wanted(index, cid)
     registered = {row[0] for row in session.execute(
-        _REGISTERED_SQL, (cid, index_id)).fetchall()}
+        select_registered(cid, index_id)).fetchall()}
     stale = sorted(registered - set(want))
     session.cancel_drops(want)
     if stale:
@@ -105,7 +122,7 @@ def create(session, cid, index):
     if not want:
         return
     for name in want:
-        session.execute_write(cid, _REGISTER_SQL, (cid, index_id, name))
+        session.execute_write(cid, insert_registered(cid, index_id, name))
     _builds_of(session).statements.update(want)
 
 
@@ -196,13 +213,13 @@ def _work():
 
 @contextlib.contextmanager
 def _name_lock(conn, name):
-    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))",
-                 (schema.INDEX_LOCK, name))
+    db.run(conn, q("SELECT pg_advisory_lock({}, hashtext({}))",
+                   schema.INDEX_LOCK, name))
     try:
         yield
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
-                     (schema.INDEX_LOCK, name))
+        db.run(conn, q("SELECT pg_advisory_unlock({}, hashtext({}))",
+                       schema.INDEX_LOCK, name))
 
 
 def build_now(dsn, statements):
@@ -218,9 +235,9 @@ def build_now(dsn, statements):
         conn.execute("SET lock_timeout = 0")
         for name, statement in sorted(statements.items()):
             with _name_lock(conn, name):
-                if not conn.execute(_USED_SQL, (name,)).fetchone():
+                if not db.run(conn, select_used(name)).fetchone():
                     continue  # rolled back, or deleted since
-                found = conn.execute(_VALIDITY_SQL, (name,)).fetchone()
+                found = db.run(conn, select_validity(name)).fetchone()
                 if found and found[0]:
                     continue
                 if found:
@@ -247,13 +264,13 @@ def remove(session, cid, index_id):
     """Unregister the PostgreSQL indexes of ``index_id`` (in the
     transaction) and drop those no catalog uses once it committed."""
     names = [row[0] for row in session.execute(
-        _REGISTERED_SQL, (cid, index_id)).fetchall()]
+        select_registered(cid, index_id)).fetchall()]
     if names:
         _unregister(session, cid, index_id, names, now=False)
 
 
 def _unregister(session, cid, index_id, names, now):
-    session.execute_write(cid, _UNREGISTER_SQL, (cid, index_id, names))
+    session.execute_write(cid, delete_registered(cid, index_id, names))
     if now:
         _drop_now(session, cid, names)
     else:
@@ -263,7 +280,7 @@ def _unregister(session, cid, index_id, names, now):
 def _drop_now(session, cid, names):
     """Drop, in the transaction, those of ``names`` no catalog uses."""
     for name in names:
-        if not session.execute(_USED_SQL, (name,)).fetchone():
+        if not session.execute(select_used(name)).fetchone():
             session.execute_write(cid, sql.SQL(
                 "DROP INDEX IF EXISTS {}").format(sql.Identifier(name)), ())
 
@@ -276,7 +293,7 @@ def drop_unused(dsn, names):
         with db.get_pool(dsn).connection() as conn:
             for name in names:
                 with _name_lock(conn, name):
-                    if conn.execute(_USED_SQL, (name,)).fetchone():
+                    if db.run(conn, select_used(name)).fetchone():
                         continue
                     _drop_concurrently(conn, name)
     except psycopg.Error:
@@ -290,8 +307,8 @@ def sync(session, cid, indexes):
     the commit), unregister the others (dropped after the commit).  Returns
     ``(created, dropped)`` names."""
     created, dropped = [], []
-    rows = session.execute("SELECT name, pg_index FROM pgcatalog_indexes "
-                           "WHERE cid = %s", (cid,)).fetchall()
+    rows = session.execute(q("SELECT name, pg_index FROM {} WHERE cid = {}",
+                             REGISTRY, cid)).fetchall()
     registered = {}
     for name, pg_index in rows:
         registered.setdefault(name, set()).add(pg_index)

@@ -93,7 +93,8 @@ class IndexSpec:
         where = [self.where] if self.where else []
         if not self.shared:
             parts.append(str(int(cid)))
-            where.insert(0, "cid = %d" % int(cid))
+            where.insert(0, sql.SQL("cid = {}").format(
+                sql.Literal(int(cid))).as_string(None))
         name = index_name(*parts)
         stmt = sql.SQL(
             "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} {}{}"
@@ -230,8 +231,8 @@ def _v4(conn):
     )""")
     # the ExtendedPathIndex kind's shared (cid, depth) index, replaced by
     # pgcatalog_entries_depth
-    old_depth = index_name("pgcatalog", "path", "depth").as_string(None)
-    conn.execute("DROP INDEX IF EXISTS %s" % old_depth)
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+        index_name("pgcatalog", "path", "depth")))
 
 
 def _v5(conn):

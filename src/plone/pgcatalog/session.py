@@ -58,6 +58,7 @@ from zope.interface import implementer
 
 from plone.pgcatalog import config
 from plone.pgcatalog import db
+from plone.pgcatalog import ddl
 from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
@@ -408,7 +409,6 @@ class CatalogSession:
         for hook in hooks:
             hook()
         if drops:
-            from plone.pgcatalog import ddl
             ddl.drop_unused(self.dsn, sorted(drops))
         if big:
             db.analyze(self.dsn)

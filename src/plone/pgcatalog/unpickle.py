@@ -20,6 +20,8 @@ import pickle
 import re
 import threading
 
+from plone.pgcatalog import config
+
 
 logger = logging.getLogger("plone.pgcatalog.codec")
 
@@ -101,8 +103,7 @@ def _parse(raw):
 
 def configured():
     """The (module, name) pairs allowed by zope.conf / the environment."""
-    from plone.pgcatalog.config import _product_config
-    raw = (_product_config().get("unpickle-allow")
+    raw = (config.product_config().get("unpickle-allow")
            or os.environ.get(ENV_ALLOW) or "")
     if raw != _configured["raw"]:
         _configured["pairs"] = _parse(raw)

@@ -21,6 +21,9 @@ from plone.testing import Layer
 import plone.pgcatalog
 from plone.pgcatalog import db
 from plone.pgcatalog import store
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import pgserver
 
 
@@ -34,8 +37,9 @@ def snapshot():
     with db.get_pool().connection() as conn:
         data = {}
         for table in _TABLES:
-            data[table] = conn.execute(
-                "SELECT row_to_json(t)::text FROM %s t" % table).fetchall()
+            data[table] = db.run(conn, q(
+                "SELECT row_to_json(t)::text FROM {} t", ident(table))
+            ).fetchall()
         return data
 
 
@@ -49,14 +53,15 @@ def restore(data):
     store.forget_caches()
     with db.get_pool().connection() as conn:
         with conn.transaction():
-            conn.execute("TRUNCATE %s CASCADE" % ", ".join(_TABLES))
+            db.run(conn, q("TRUNCATE {} CASCADE",
+                           join(", ", [ident(t) for t in _TABLES])))
             for table in _TABLES:
                 rows = [r[0] for r in data[table]]
                 if rows:
-                    conn.execute(
-                        "INSERT INTO %s SELECT * FROM "
-                        "json_populate_recordset(NULL::%s, %%s::json)"
-                        % (table, table), ("[" + ",".join(rows) + "]",))
+                    db.run(conn, q(
+                        "INSERT INTO {} SELECT * FROM "
+                        "json_populate_recordset(NULL::{}, {}::json)",
+                        ident(table), ident(table), "[" + ",".join(rows) + "]"))
 
 
 class PGDatabaseLayer(Layer):

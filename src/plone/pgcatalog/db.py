@@ -4,8 +4,7 @@ The catalog's part in a ZODB transaction (one PostgreSQL transaction per ZODB
 transaction, snapshots, two-phase commit) is :mod:`plone.pgcatalog.session`;
 this module gives it connections (:func:`checkout`, replaced when they went
 away), tells it what the server offers (:func:`two_phase`,
-:func:`storage_snapshot`), turns driver errors into the exceptions callers
-see (:func:`translate_error`) and resolves prepared transactions a crashed
+:func:`storage_snapshot`), and resolves prepared transactions a crashed
 process left behind (:func:`resolve_in_doubt`).
 """
 import logging
@@ -16,16 +15,12 @@ import time
 
 import orjson
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
 from plone.pgcatalog import config
 from plone.pgcatalog import schema
-from plone.pgcatalog.errors import CatalogConflictError
-from plone.pgcatalog.errors import CatalogMissing
-from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
@@ -155,70 +150,6 @@ def analyze(dsn):
     except psycopg.Error:
         logger.warning("ANALYZE of the catalog tables failed",
                        exc_info=True)
-
-
-#: SQLSTATEs of a connection that is gone (class 08, server shutdown,
-#: crash, not accepting connections yet)
-_GONE_STATES = ("57P01", "57P02", "57P03")
-
-
-def forget_prepared(conn):
-    """After a failed pipeline psycopg's record of the statements it
-    prepared can be wrong (a name it thinks prepared was skipped): forget
-    them all (the server's are deallocated with the next statement)."""
-    prepared = getattr(conn, "_prepared", None)
-    if prepared is not None:
-        prepared.clear()
-
-
-def connection_lost(exc):
-    """The error says the connection (or the server) is gone."""
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
-    state = exc.sqlstate
-    return state is None or state.startswith("08") or state in _GONE_STATES
-
-
-def translate_error(exc, query=None):
-    """The exception callers see for a driver error ``exc`` (never the
-    driver's own, and never SQL text in its message):
-
-    * concurrent writes (serialization failure, deadlock, lock timeout):
-      :class:`CatalogConflictError`, which Zope retries;
-    * a connection or server that went away: :class:`DatabaseUnavailable`,
-      which Zope retries too;
-    * anything else (a value PostgreSQL cannot take, a limit): logged with
-      the statement, then :class:`CatalogStatementError`."""
-    if isinstance(exc, (pg_errors.SerializationFailure,
-                        pg_errors.DeadlockDetected,
-                        pg_errors.LockNotAvailable)):
-        return CatalogConflictError(
-            "concurrent catalog write, retry: %s" % exc.diag.message_primary
-            if exc.diag.message_primary else "concurrent catalog write")
-    if isinstance(exc, pg_errors.UniqueViolation) and \
-            exc.diag.table_name == schema.ENTRIES:
-        # two transactions catalogued the same new path
-        return CatalogConflictError("concurrent catalog write, retry")
-    if isinstance(exc, pg_errors.ForeignKeyViolation) and \
-            exc.diag.table_name == schema.ENTRIES:
-        forget_catalogs()
-        return CatalogMissing(
-            "The PostgreSQL rows of this catalog are gone (pgcatalog_catalogs "
-            "has no row for it).  Restore the database from a backup, or "
-            "make a new empty catalog (portal_catalog.pgc_recreate_catalog()"
-            ") and rebuild it (Clear and Rebuild).")
-    if connection_lost(exc):
-        return DatabaseUnavailable(
-            "PostgreSQL went away during a catalog call (%s)"
-            % type(exc).__name__)
-    logger.error("catalog statement failed: %s: %s\nstatement: %s",
-                 type(exc).__name__, exc,
-                 " ".join(str(query).split()) if query is not None else "?")
-    return CatalogStatementError(
-        "plone.pgcatalog could not run a catalog statement (%s); the "
-        "details are in the server log" % type(exc).__name__)
-
-
 
 
 # -- connections ------------------------------------------------------------
@@ -482,18 +413,3 @@ def resolve_in_doubt(dsn, older_than=None, decision=None):
                 "the catalog against the ZODB", gid, prepared, command)
             done.append((gid, command))
     return done
-
-
-#: catalogs whose cid this process knows, forgotten when their row vanished
-_forget_callbacks = []
-
-
-def on_forget_catalogs(callback):
-    """Call ``callback()`` when a catalog's rows turned out to be gone
-    (per-process caches of catalog ids must forget them)."""
-    _forget_callbacks.append(callback)
-
-
-def forget_catalogs():
-    for callback in _forget_callbacks:
-        callback()

@@ -24,7 +24,7 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   statement PostgreSQL refuses is rolled back alone and the transaction
   goes on.  A refused statement of a read-only transaction ends it; the
   next statement starts a new one.  Driver errors never reach callers
-  (:func:`plone.pgcatalog.db.translate_error`).
+  (:func:`plone.pgcatalog.dberrors.translate_error`).
 * **Commits that cannot run ahead of the ZODB.**  The session sorts last
   among the transaction's resources.  With PostgreSQL's two-phase commit
   (``max_prepared_transactions`` > 0) it prepares in ``tpc_vote``, after the
@@ -58,6 +58,7 @@ from zope.interface import implementer
 
 from plone.pgcatalog import config
 from plone.pgcatalog import db
+from plone.pgcatalog import dberrors
 from plone.pgcatalog import ddl
 from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.errors import CatalogStatementError
@@ -204,7 +205,7 @@ class CatalogSession:
                 self.begun = True
                 return result
             except psycopg.Error as exc:
-                if db.connection_lost(exc) and not self.wrote \
+                if dberrors.connection_lost(exc) and not self.wrote \
                         and attempt < CONNECT_ATTEMPTS:
                     # died while idle in the pool (a server restart, a
                     # killed backend): nothing of ours was lost
@@ -229,7 +230,7 @@ class CatalogSession:
 
         def failed(conn, exc, fresh):
             self._contain(conn, exc, self.wrote and not fresh)
-            raise db.translate_error(exc, query) from None
+            raise dberrors.translate_error(exc, query) from None
 
         cursor = self._send(queue, failed)
         if write:
@@ -240,8 +241,8 @@ class CatalogSession:
 
     def _contain(self, conn, exc, guarded):
         """Leave the session usable after statement failure ``exc``."""
-        db.forget_prepared(conn)
-        if db.connection_lost(exc) or conn.broken:
+        dberrors.forget_prepared(conn)
+        if dberrors.connection_lost(exc) or conn.broken:
             self._lose_connection("PostgreSQL went away")
             return
         try:
@@ -306,9 +307,9 @@ class CatalogSession:
             conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
 
         def failed(conn, exc, fresh):
-            error = db.translate_error(exc, "catalog writes")
-            db.forget_prepared(conn)
-            if db.connection_lost(exc) or conn.broken:
+            error = dberrors.translate_error(exc, "catalog writes")
+            dberrors.forget_prepared(conn)
+            if dberrors.connection_lost(exc) or conn.broken:
                 self._contain(conn, exc, False)
             else:
                 try:
@@ -380,7 +381,7 @@ class CatalogSession:
                         sql.Literal(gid)), prepare=False)
         except psycopg.Error as exc:
             self._contain(conn, exc, False)
-            raise db.translate_error(exc, "commit") from None
+            raise dberrors.translate_error(exc, "commit") from None
         self.begun = False
         self.prepared = gid
         if gid is None:
@@ -427,7 +428,7 @@ class CatalogSession:
                 self.connection().execute(statement, prepare=False)
                 return
             except psycopg.Error as exc:
-                if not db.connection_lost(exc) and not self.conn.broken:
+                if not dberrors.connection_lost(exc) and not self.conn.broken:
                     logger.critical("%s %s failed: %s", command, gid, exc)
                     break
                 self._drop_connection()
@@ -509,7 +510,7 @@ class SessionSavepoint:
             self.session.connection().execute(statement, prepare=False)
         except psycopg.Error as exc:
             self.session._contain(self.session.conn, exc, False)
-            raise db.translate_error(exc, statement) from None
+            raise dberrors.translate_error(exc, statement) from None
 
     def rollback(self):
         session = self.session

@@ -17,6 +17,7 @@ catalog's change stamp read in the transaction's own snapshot
 import time
 
 from plone.pgcatalog import db
+from plone.pgcatalog import dberrors
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.fragment import ident
@@ -30,7 +31,7 @@ TEXT = q("{} t", ident(schema.TEXT))
 
 #: (dsn, catalog key) -> cid, once committed
 _cids = {}
-db.on_forget_catalogs(_cids.clear)
+dberrors.on_forget_catalogs(_cids.clear)
 #: (dsn, cid, ...) -> (catalog stamp, value): see CatalogStore.stamped
 _stamped = {}
 STAMPED_MAX = 1000

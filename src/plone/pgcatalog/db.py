@@ -23,6 +23,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
 
 
@@ -145,8 +146,9 @@ def analyze(dsn):
     """ANALYZE the catalog tables (best effort)."""
     try:
         with get_pool(dsn).connection() as conn:
-            conn.execute("ANALYZE pgcatalog_entries, pgcatalog_meta, "
-                         "pgcatalog_text")
+            run(conn, q("ANALYZE {}", join(", ", [
+                ident(schema.ENTRIES), ident(schema.META),
+                ident(schema.TEXT)])))
     except psycopg.Error:
         logger.warning("ANALYZE of the catalog tables failed",
                        exc_info=True)

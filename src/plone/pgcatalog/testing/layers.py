@@ -20,6 +20,7 @@ from plone.testing import Layer
 
 import plone.pgcatalog
 from plone.pgcatalog import db
+from plone.pgcatalog import schema
 from plone.pgcatalog import store
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
@@ -27,8 +28,8 @@ from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import pgserver
 
 
-_TABLES = ("pgcatalog_catalogs", "pgcatalog_entries", "pgcatalog_meta",
-           "pgcatalog_text", "pgcatalog_commits", "pgcatalog_indexes")
+_TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
+           schema.COMMITS, schema.INDEXES)
 
 
 def snapshot():

@@ -144,3 +144,24 @@ def get_in_doubt_resolution():
         raise ConfigurationError("in-doubt-resolution must be commit or "
                                  "rollback, not %r" % value)
     return value
+
+
+DEFAULT_CACHE_MB = 64
+
+
+def get_cache():
+    """The in-process result cache is on (``cache`` / ``PGCATALOG_CACHE``;
+    default on)."""
+    value = _setting("cache", "PGCATALOG_CACHE")
+    if value is None:
+        return True
+    if str(value).lower() not in _BOOLEANS:
+        raise ConfigurationError("cache must be on or off, not %r" % value)
+    return _BOOLEANS[str(value).lower()]
+
+
+def get_cache_mb():
+    """The result cache's memory bound per process, in MB (``cache-mb`` /
+    ``PGCATALOG_CACHE_MB``; default 64)."""
+    value = _setting("cache-mb", "PGCATALOG_CACHE_MB")
+    return float(value) if value else DEFAULT_CACHE_MB

@@ -23,16 +23,13 @@ portal_type; a top-N that an index can give when the filters keep most
 entries).  A prepared statement switches to a generic plan after five runs,
 which measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
 """
-import functools
-
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.results import empty_result
-from plone.pgcatalog.results import make_relevance_results
-from plone.pgcatalog.results import make_results
+from plone.pgcatalog.results import Answer
+from plone.pgcatalog.results import results_for
 from plone.pgcatalog.store import ENTRIES
 from plone.pgcatalog.store import SORT_INDEX_SIZE_CAP
 
@@ -56,14 +53,27 @@ def _fetch(store, statement):
     return store.execute(statement, prepare=False, binary=True).fetchone()
 
 
-class Empty:
-    """Nothing can match (ZCatalog's short circuit)."""
+class Plan:
+    """``answer(store)`` is what the plan finds (an Answer, cacheable);
+    ``run(tool, store)`` the result sequence over it."""
+
+    cacheable = True
+
+    def answer(self, store):  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def run(self, tool, store):
-        return empty_result()
+        return results_for(tool, self.answer(store))
 
 
-class Page:
+class Empty(Plan):
+    """Nothing can match (ZCatalog's short circuit)."""
+
+    def answer(self, store):
+        return Answer([], 0)
+
+
+class Page(Plan):
     """A batch: its rids now (a top-N the planner can take from an index);
     the total (``actual_result_count``) only when someone asks for it
     (results.PGLazyMap), or known at once when the page is the tail."""
@@ -77,16 +87,15 @@ class Page:
             self.b_start)
         self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where)
 
-    def run(self, tool, store):
+    def answer(self, store):
         rids = _fetch(store, self.statement)[0] or []
         if len(rids) < self.b_size and (rids or not self.b_start):
             # the page is the tail (or nothing matched): total known
-            return make_results(tool, rids, self.b_start + len(rids))
-        return make_results(tool, rids, None, count=functools.partial(
-            store.value, self.count))
+            return Answer(rids, self.b_start + len(rids))
+        return Answer(rids, None, counting=self.count)
 
 
-class EveryMatch:
+class EveryMatch(Plan):
     """Every match in rid order (ZCatalog's unsorted order; descending for
     a text search's deferred relevance order): read in whatever order the
     plan likes, sorted in Python afterwards (the rows lie in about rid
@@ -106,9 +115,9 @@ class EveryMatch:
         rids.sort(reverse=self.descending)
         return row[0], rids
 
-    def run(self, tool, store):
+    def answer(self, store):
         count, rids = self.matches(store)
-        return make_results(tool, rids, count)
+        return Answer(rids, count)
 
 
 def _relevance(ranks):
@@ -133,12 +142,12 @@ class Relevance(EveryMatch):
                  "e.rid, ({})::float8 AS score FROM unnest({}::bigint[]) AS "
                  "e(rid) OFFSET 0) s", self.rank, rids)
 
-    def run(self, tool, store):
+    def answer(self, store):
         count, rids = self.matches(store)
-        return make_relevance_results(tool, rids, count, self.scoring)
+        return Answer(rids, count, scoring=self.scoring)
 
 
-class RelevancePage:
+class RelevancePage(Plan):
     """A page of a text search by relevance (rank computed once per
     matching entry); equal scores by descending rid, as ZCatalog's
     ``byValue`` (newest entry first)."""
@@ -155,16 +164,16 @@ class RelevancePage:
             "LIMIT {} OFFSET {}) s", ENTRIES, where, inner, inner,
             window.b_size, window.b_start)
 
-    def run(self, tool, store):
+    def answer(self, store):
         count, rids, raw, top = _fetch(store, self.statement)
         rids = rids or []
         top = top or 0
         scores = {rid: (score, int(100.0 * score / top) if top else 1)
                   for rid, score in zip(rids, raw or [])}
-        return make_results(tool, rids, count, scores)
+        return Answer(rids, count, scores)
 
 
-class UnlimitedSort:
+class UnlimitedSort(Plan):
     """Every match, sorted (no ``b_size`` / ``sort_limit``).
 
     ZCatalog's sortResults then picks its algorithm by the size of the
@@ -197,7 +206,7 @@ class UnlimitedSort:
             if tie is not RID:
                 self.ties = select(RID)
 
-    def run(self, tool, store):
+    def answer(self, store):
         rlen, rids, keyed = _fetch(store, self.statement)
         rids = rids or []
         count = keyed
@@ -209,7 +218,7 @@ class UnlimitedSort:
                 count = rlen
                 if self.ties is not None and keyed > 1:
                     rids = _fetch(store, self.ties)[1] or []
-        return make_results(tool, rids, count)
+        return Answer(rids, count)
 
     @staticmethod
     def walkable_size(index, store):
@@ -230,7 +239,7 @@ def _sortable(value):
     return (0,) if value is None else (1, value)
 
 
-class PythonSorted:
+class PythonSorted(Plan):
     """Sorting needs Python (GopipIndex positions come from the folders):
     fetch rid, path and the SQL sort keys of every match as arrays (one
     row), then sort as ZCatalog's sortResults: entries without a key are
@@ -264,7 +273,7 @@ class PythonSorted:
         self.statement = q("SELECT array_agg(s.rid), array_agg(s.path){} "
                            "FROM ({}) s", aggregates, inner)
 
-    def run(self, tool, store):
+    def answer(self, store):
         row = _fetch(store, self.statement)
         rids = row[0] or []
         paths = row[1] or []
@@ -300,7 +309,7 @@ class PythonSorted:
         count = len(rids)
         if self.b_size is not None:
             rids = rids[self.b_start:self.b_start + self.b_size]
-        return make_results(tool, rids, count)
+        return Answer(rids, count)
 
 
 def _column(n):

@@ -1,9 +1,18 @@
-"""Result sequences: ZTUtils' LazyMap, with brains loaded in batches.
+"""Result sequences: ZTUtils' LazyMap over an :class:`Answer`.
 
-The search statement returns record ids only.  Brains are made on first
-access: the metadata of a window of rids (growing as iteration goes on) is
-read in one statement, so rendering a page of brains costs one round trip
-and ``len(results)`` costs none."""
+A plan (``plans.py``) produces an :class:`Answer`: the rids in order, the
+total (or the statement counting it, run when ``actual_result_count`` is
+first read), relevance scores (or the statement computing them, run when a
+brain is first read).  Brains are made on access: the metadata of a window of
+rids (growing as iteration goes on) is read in one statement, so rendering a
+page of brains costs one round trip and ``len(results)`` costs none.
+
+An answer can be shared by transactions that see the same catalog state
+(the result cache, ``cache.py``): whatever a transaction learns later (the
+total, the scores, brains' metadata) is added to the shared answer only when
+its PostgreSQL snapshot is complete for that state
+(:meth:`plone.pgcatalog.store.CatalogStore.snapshot_complete`).
+"""
 import orjson
 from Missing import MV
 from ZTUtils.Lazy import LazyCat
@@ -11,15 +20,82 @@ from ZTUtils.Lazy import LazyMap
 from ZTUtils.Lazy import _marker
 
 
-
 FIRST_WINDOW = 32
 MAX_WINDOW = 1024
 
-def load_metadata(tool, rids):
-    """``{rid: (path, meta JSON text or None)}`` for ``rids`` (one
-    statement; meta as JSON text: parsed only for the brains actually
-    made, a window is fetched ahead of the page being read)."""
-    return tool._pgc_store().metadata_window(rids)
+
+class Answer:
+    """What a search found, independent of any transaction."""
+
+    __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
+                 "cache", "shared")
+
+    def __init__(self, rids, count, scores=None, counting=None,
+                 scoring=None):
+        self.rids = rids
+        #: the total (actual_result_count), or None: ``counting`` counts it
+        self.count = count
+        self.counting = counting
+        #: rid -> (score, normalized score), or None
+        self.scores = scores
+        #: rids -> the statement scoring them (relevance order deferred)
+        self.scoring = scoring
+        #: rid -> (path, metadata JSON text or None): brains read so far
+        self.meta = {}
+        #: the cache holding this answer (it counts the bytes added)
+        self.cache = None
+        self.shared = False
+
+    def size(self):
+        """Approximate bytes held."""
+        n = 200 + 40 * len(self.rids)
+        if self.scores:
+            n += 120 * len(self.scores)
+        return n + _meta_size(self.meta)
+
+    def learns(self, store):
+        """Whether what ``store``'s transaction reads may be added."""
+        return not self.shared or store.snapshot_complete()
+
+    def total(self, store):
+        if self.count is None:
+            count = store.value(self.counting)
+            if not self.learns(store):
+                return count
+            self.count = count
+        return self.count
+
+    def add_meta(self, store, found):
+        """Keep brains' metadata read by ``store``'s transaction (False:
+        not for this answer, see :meth:`learns`)."""
+        if not self.learns(store):
+            return False
+        self.meta.update(found)
+        if self.cache is not None:
+            self.cache.grew(self, _meta_size(found))
+        return True
+
+    def relevance(self, store):
+        """``(ordered rids, scores)``: relevance descending, equal scores
+        newest rid first (as ZCatalog's byValue)."""
+        if self.scores is not None:
+            return self.rids, self.scores
+        row = store.execute(self.scoring(list(self.rids)), prepare=False,
+                            binary=True).fetchone()
+        pairs = list(zip(row[1] or [], row[0] or []))
+        pairs.sort(reverse=True)
+        top = pairs[0][0] if pairs else 0
+        scores = {rid: (score, int(100.0 * score / top) if top else 1)
+                  for score, rid in pairs}
+        ordered = [rid for _, rid in pairs]
+        if self.learns(store):
+            self.rids, self.scores = ordered, scores
+        return ordered, scores
+
+
+def _meta_size(meta):
+    return sum(120 + (len(e[0]) + len(e[1] or "") if e else 0)
+               for e in meta.values())
 
 
 def make_brain(tool, klass, names, rid, meta, score=1, norm=1):
@@ -35,35 +111,43 @@ def make_brain(tool, klass, names, rid, meta, score=1, norm=1):
 
 
 class BrainFactory:
-    """The ``LazyMap`` function: rid -> brain, loading windows of rids."""
+    """The ``LazyMap`` function: rid -> brain, loading windows of rids
+    (those the answer already knows are not read again)."""
 
-    def __init__(self, tool, rids, scores=None):
+    def __init__(self, tool, answer, rids, scores):
         self.tool = tool
+        self.answer = answer
         self.rids = rids
         self.scores = scores
         self.klass = tool._catalog.brain_class()
         self.names = self.klass._pgc_names
-        self.loaded = {}
+        #: metadata read for this sequence only (not added to the answer)
+        self.local = {}
         self.positions = None
         self.window = FIRST_WINDOW
+
+    def _known(self, rid):
+        return rid in self.answer.meta or rid in self.local
 
     def _load_around(self, rid):
         if self.positions is None:
             self.positions = {r: i for i, r in enumerate(self.rids)}
         start = self.positions.get(rid, 0)
         wanted = [r for r in self.rids[start:start + self.window]
-                  if r not in self.loaded]
+                  if not self._known(r)]
         if rid not in wanted:
             wanted.insert(0, rid)
         self.window = min(self.window * 2, MAX_WINDOW)
-        found = load_metadata(self.tool, wanted)
-        for r in wanted:
-            self.loaded[r] = found.get(r)
+        store = self.tool._pgc_store()
+        found = store.metadata_window(wanted)
+        found = {r: found.get(r) for r in wanted}
+        if not self.answer.add_meta(store, found):
+            self.local.update(found)
 
     def __call__(self, rid):
-        if rid not in self.loaded:
+        if not self._known(rid):
             self._load_around(rid)
-        entry = self.loaded.get(rid)
+        entry = self.answer.meta.get(rid) or self.local.get(rid)
         raw = entry[1] if entry else None
         meta = orjson.loads(raw) if raw else None
         if self.scores is not None:
@@ -119,50 +203,28 @@ def slice_results(results, b_start, b_size):
                    actual_result_count=count)
 
 
-def make_results(tool, rids, actual_result_count, scores=None, count=None):
-    """Brains of ``rids``; ``count()``, when given instead of
-    ``actual_result_count``, counts the total on first use."""
-    if not rids and not actual_result_count and count is None:
-        return LazyCat([])
-    factory = BrainFactory(tool, rids, scores)
-    return PGLazyMap(factory, rids, len(rids),
-                     actual_result_count=actual_result_count, count=count)
-
-
 class RelevanceOrder:
     """The rids of a text search, put in relevance order on first use.
 
     Until an item is read (``len()`` needs none), no score is computed."""
 
-    def __init__(self, tool, rids, statement):
+    def __init__(self, tool, answer):
         self.tool = tool
-        self.rids = rids
-        #: rids -> the scoring statement (a Fragment)
-        self.statement = statement
+        self.answer = answer
         self.ordered = None
         self.scores = None
 
     def order(self):
         if self.ordered is None:
-            row = self.tool._pgc_store().execute(
-                self.statement(list(self.rids)), prepare=False,
-                binary=True).fetchone()
-            pairs = list(zip(row[1] or [], row[0] or []))
-            # relevance descending, equal scores newest rid first (as
-            # ZCatalog's byValue)
-            pairs.sort(reverse=True)
-            top = pairs[0][0] if pairs else 0
-            self.scores = {
-                rid: (score, int(100.0 * score / top) if top else 1)
-                for score, rid in pairs}
-            self.ordered = [rid for _, rid in pairs]
+            self.ordered, self.scores = self.answer.relevance(
+                self.tool._pgc_store())
         return self.ordered
 
     def __getitem__(self, index):
         return self.order()[index]
 
     def __len__(self):
-        return len(self.rids)
+        return len(self.answer.rids)
 
     def __iter__(self):
         return iter(self.order())
@@ -171,8 +233,8 @@ class RelevanceOrder:
 class RelevanceBrainFactory(BrainFactory):
     """Brains of a relevance-ordered result (scores from the ordering)."""
 
-    def __init__(self, tool, order):
-        super().__init__(tool, order, scores={})
+    def __init__(self, tool, answer, order):
+        super().__init__(tool, answer, order, scores={})
         self.order = order
 
     def __call__(self, rid):
@@ -182,10 +244,25 @@ class RelevanceBrainFactory(BrainFactory):
         return super().__call__(rid)
 
 
-def make_relevance_results(tool, rids, actual_result_count, statement):
-    if not rids:
-        return LazyCat([]) if not actual_result_count else \
-            PGLazyMap(lambda rid: None, [], 0, actual_result_count)
-    order = RelevanceOrder(tool, rids, statement)
-    return PGLazyMap(RelevanceBrainFactory(tool, order), order, len(rids),
-                     actual_result_count=actual_result_count)
+def results_for(tool, answer):
+    """A new result sequence (brains wrapped in ``tool``) over ``answer``."""
+    rids = answer.rids
+    count = answer.count
+    if answer.scoring is not None and answer.scores is None:
+        if not rids:
+            return LazyCat([]) if not count else \
+                PGLazyMap(lambda rid: None, [], 0, count)
+        order = RelevanceOrder(tool, answer)
+        return PGLazyMap(RelevanceBrainFactory(tool, answer, order), order,
+                         len(rids), actual_result_count=count)
+    if not rids and not count and answer.counting is None:
+        return LazyCat([])
+    counting = (lambda: answer.total(tool._pgc_store())) \
+        if count is None else None
+    return PGLazyMap(BrainFactory(tool, answer, rids, answer.scores), rids,
+                     len(rids), actual_result_count=count, count=counting)
+
+
+def make_results(tool, rids, actual_result_count, scores=None):
+    """Brains of ``rids`` (an answer of this transaction only)."""
+    return results_for(tool, Answer(rids, actual_result_count, scores))

@@ -1,10 +1,12 @@
 """A search from the query dict to the result sequence.
 
 The tool hands over a merged query (CMFPlone's security additions made);
-this module applies ZCatalog's batch contract around the compiled plan:
+this module asks the result cache (``cache.py``), and applies ZCatalog's
+batch contract around the compiled plan:
 batch arguments PostgreSQL's LIMIT / OFFSET cannot take (negative, huge, of
 the wrong type) get the whole answer and ZCatalog's own treatment.
 """
+from plone.pgcatalog.cache import key_for
 from plone.pgcatalog.compiler import compile_search
 from plone.pgcatalog.query import BatchWindow
 from plone.pgcatalog.query import batch_window
@@ -14,15 +16,31 @@ from plone.pgcatalog.query import sort_indexes_for
 from plone.pgcatalog.query import unbatched
 from plone.pgcatalog.query import unsorted
 from plone.pgcatalog.results import empty_result
+from plone.pgcatalog.results import results_for
 from plone.pgcatalog.results import slice_results
 
 
 def search(tool, store, query):
-    """The result sequence of ``query`` on ``tool``'s catalog."""
+    """The result sequence of ``query`` on ``tool``'s catalog: from the
+    result cache when it holds the answer (no statement), else from the
+    compiled plan (the answer kept when its snapshot allows, see
+    cache.py)."""
     window = batch_window(query)
     if not window.in_sql:
         return _outside_sql_window(tool, store, query, window)
-    return run(tool, store, query, window)
+    cache, key = key_for(tool, store, query)
+    if key is not None:
+        answer = cache.get(key)
+        if answer is not None:
+            return results_for(tool, answer)
+    answer = compile_search(tool._catalog, query, store, window).answer(
+        store)
+    if key is not None:
+        if store.snapshot_complete():
+            cache.put(key, answer)
+        else:
+            cache.unfilled += 1
+    return results_for(tool, answer)
 
 
 def run(tool, store, query, window):

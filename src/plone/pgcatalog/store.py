@@ -16,6 +16,7 @@ catalog's change stamp read in the transaction's own snapshot
 """
 import time
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import schema
@@ -56,14 +57,16 @@ def rid_key(rid):
     return None
 
 
-def store_for(session, key, created):
+def store_for(session, key, created, on_write=None):
     """The store of catalog ``key`` (the tool's ``_pgc_key``) in
     ``session``; ``created``: the catalog's rows were made once, so their
-    absence is an error (CatalogMissing), not a new catalog."""
+    absence is an error (CatalogMissing), not a new catalog; ``on_write()``
+    is called at the transaction's first write to the catalog."""
     store = session.cache.get(("store", key))
     if store is None:
         store = session.cache[("store", key)] = CatalogStore(session, key)
     store.created = created
+    store.on_write = on_write
     return store
 
 
@@ -74,6 +77,9 @@ class CatalogStore:
         self.session = session
         self.key = key
         self.created = False
+        self.on_write = None
+        #: this transaction wrote to the catalog (or queued a write)
+        self.wrote = False
         self._cid = None
         #: rid -> path, as this transaction read them
         self.paths = {}
@@ -95,7 +101,39 @@ class CatalogStore:
 
     def write(self, fragment):
         """Run a statement writing this catalog's rows."""
+        self._writing()
         return self.session.execute_write(self.cid, fragment)
+
+    def add(self, path, op):
+        """Buffer an operation on entry ``path`` (sent in batches)."""
+        self._writing()
+        self.session.pending.add(self.cid, path, op)
+
+    def _writing(self):
+        if not self.wrote:
+            self.wrote = True
+            if self.on_write is not None:
+                self.on_write()
+
+    def snapshot_complete(self):
+        """Whether this transaction's PostgreSQL snapshot holds every
+        catalog write that a ZODB snapshot of the same moment or earlier
+        can count: no writing transaction (one with an xid) was in progress
+        when it was taken, except those that aborted since.  A catalog
+        transaction commits in PostgreSQL after the storages (two-phase
+        commit): one whose ZODB part a reader sees may still be prepared,
+        or committed after the reader's snapshot; it is then in the
+        snapshot's list of transactions in progress.  Read-only
+        transactions take no xid and do not count.  Asked once per
+        transaction (memoized)."""
+        found = self.session.cache.get("snapshot-complete")
+        if found is None:
+            found = self.session.cache["snapshot-complete"] = bool(
+                self.value(q(
+                    "SELECT coalesce(bool_and(pg_xact_status(x) = "
+                    "'aborted'), true) FROM pg_snapshot_xip("
+                    "pg_current_snapshot()) AS x")))
+        return found
 
     @property
     def cid(self):
@@ -379,3 +417,4 @@ def forget_caches():
     statistics): for tests that rewind the database under a process."""
     for cache in (_cids, _stamped, _text_stats, _text_df):
         cache.clear()
+    result_cache.forget()

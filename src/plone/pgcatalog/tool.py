@@ -21,6 +21,7 @@ import uuid
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
+from BTrees.Length import Length
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from Products.CMFCore.interfaces import ICatalogTool
@@ -84,7 +85,17 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     def _pgc_store(self):
         """This catalog's store in the current transaction (store.py)."""
         return store_for(self._pgc_session(), self._pgc_key,
-                         bool(self.__dict__.get("_pgc_created")))
+                         bool(self.__dict__.get("_pgc_created")),
+                         self._pgc_changed)
+
+    def _pgc_changed(self):
+        """This transaction writes the catalog: its generation goes up
+        (before the commit starts: cached answers of the old generation are
+        never used by transactions that see this one; see cache.py)."""
+        counter = self.__dict__.get("_pgc_generation")
+        if counter is None:
+            counter = self._pgc_generation = Length()
+        counter.change(1)
 
     def _pgc_cid(self):
         """This catalog's id in PostgreSQL (see CatalogStore.cid)."""
@@ -103,6 +114,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         # a copied catalog is a new, empty catalog
         self._pgc_key = uuid.uuid4().hex
         self.__dict__.pop("_pgc_created", None)
+        self.__dict__.pop("_pgc_generation", None)
         super().manage_afterClone(item)
         self._pgc_mark_created()
 

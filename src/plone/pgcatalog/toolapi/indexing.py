@@ -78,14 +78,14 @@ class IndexingAPI:
             # whole batch when it is written (writer.resolve_metadata)
             entry = extract.entry_for(self._catalog, obj, idxs, None,
                                       meta_from)
-        session.pending.add(cid, uid, entry)
+        store.add(uid, entry)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid):
         """Remove the entry ``uid`` (a path) from the catalog."""
         store = self._pgc_store()
-        store.session.pending.add(store.cid, uid, DELETE)
+        store.add(uid, DELETE)
         store.session.set_commit_error(store.cid, uid, None)
         store.known.discard(uid)
 

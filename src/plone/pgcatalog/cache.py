@@ -1,0 +1,234 @@
+"""The result cache: answers kept in the process, exact, no statement on a hit.
+
+Why it is exact:
+
+* Every transaction that writes a catalog increments the catalog's
+  generation, a ``BTrees.Length.Length`` on the tool (conflict-resolving:
+  concurrent writers never conflict on it), before its commit starts.  A
+  request reads the generation through its own ZODB connection, so it sees
+  the value of its ZODB snapshot: a transaction that begins after a catalog
+  write committed sees the new generation, and the answers keyed by the old
+  one are never used for it.  Reading it costs nothing (the ZODB cache; the
+  storage's invalidations say when it changed).
+* Keys: the catalog (database, tool key), the generation, the catalog's
+  configuration (indexes, metadata columns) and the effective query after
+  CMFPlone's additions (roles and users; ``effectiveRange`` in the minutes
+  DateRangeIndex compares), canonicalised by value *and type*.  A value that
+  cannot be keyed exactly (an unknown type) bypasses the cache.
+* Fills: the catalog commits in PostgreSQL after the storages (two-phase
+  commit), so a reader can see generation G while its PostgreSQL snapshot
+  still misses a write counted in G.  An answer is stored only when the
+  snapshot it was read in is complete
+  (:meth:`~plone.pgcatalog.store.CatalogStore.snapshot_complete`: no
+  writing transaction was in progress when it was taken, except aborted
+  ones); otherwise the answer is used by its own transaction only.  Without
+  two-phase commit the catalog commits before the storages, so any snapshot
+  that is not older than the ZODB's holds the writes G counts.
+* A transaction with its own catalog writes (pending or sent) neither reads
+  nor fills the cache (read-your-own-writes).
+
+Bounded (``cache-mb``, 64 MB by default) with LRU eviction; ``stats()`` for
+code and the ZMI status page; ``cache off`` / ``PGCATALOG_CACHE=off`` turns
+it off.
+"""
+import threading
+from collections import OrderedDict
+
+from Acquisition import aq_base
+from DateTime import DateTime
+
+from plone.pgcatalog import config
+
+
+class Unkeyable(Exception):
+    """A query value the cache cannot key exactly."""
+
+
+_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+def canonical(value):
+    """A hashable key for ``value``, equal only for values equal in value
+    and type; Unkeyable otherwise."""
+    kind = type(value)
+    if kind in _SCALARS:
+        if kind is float and value != value:
+            raise Unkeyable("NaN")
+        return (kind.__name__, value)
+    if isinstance(value, str):
+        # Message and other str subclasses: the catalog stores and compares
+        # them as plain strings (indexes/common.stored)
+        return ("str", str(value))
+    if kind in (list, tuple):
+        return (kind.__name__, tuple(canonical(v) for v in value))
+    if kind in (set, frozenset):
+        items = [canonical(v) for v in value]
+        try:
+            return (kind.__name__, tuple(sorted(items)))
+        except TypeError:
+            raise Unkeyable("unsortable set")
+    if kind is dict:
+        items = [(canonical(k), canonical(v)) for k, v in value.items()]
+        try:
+            return ("dict", tuple(sorted(items)))
+        except TypeError:
+            raise Unkeyable("unsortable keys")
+    if kind is DateTime:
+        return ("DateTime", value.micros(), value.timezone())
+    raise Unkeyable(kind.__name__)
+
+
+def _date_range_minutes(index, value):
+    """A DateRangeIndex query value as the minutes the index compares."""
+    if isinstance(value, dict):
+        value = dict(value)
+        if "query" in value:
+            value["query"] = _date_range_minutes(index, value["query"])
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_date_range_minutes(index, v) for v in value)
+    if isinstance(value, DateTime):
+        return ("minutes", index._convertDateTime(value))
+    return value
+
+
+def query_key(catalog, query):
+    """The canonical key of a merged query dict on ``catalog``."""
+    items = []
+    for name, value in query.items():
+        if not isinstance(name, str):
+            raise Unkeyable("key")
+        if name in catalog._indexes:
+            index = catalog.getIndex(name)
+            if index.meta_type == "DateRangeIndex":
+                value = _date_range_minutes(index, value)
+                if isinstance(value, tuple) and value[:1] == ("minutes",):
+                    items.append((name, value))
+                    continue
+        items.append((name, canonical(value)))
+    return tuple(sorted(items, key=lambda item: item[0]))
+
+
+class ResultCache:
+    """Answers by key, LRU within a byte budget (thread-safe)."""
+
+    def __init__(self, max_bytes):
+        self.max_bytes = max_bytes
+        self.entries = OrderedDict()
+        self.sizes = {}
+        self.bytes = 0
+        self.hits = self.misses = self.evictions = 0
+        self.bypasses = self.unfilled = 0
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            answer = self.entries.get(key)
+            if answer is None:
+                self.misses += 1
+                return None
+            self.entries.move_to_end(key)
+            self.hits += 1
+            return answer
+
+    def put(self, key, answer):
+        size = answer.size()
+        if size > self.max_bytes:
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            answer.cache = self
+            answer.shared = True
+            self.entries[key] = answer
+            self.sizes[id(answer)] = size
+            self.bytes += size
+            self._evict()
+
+    def grew(self, answer, size):
+        with self.lock:
+            if id(answer) in self.sizes:
+                self.sizes[id(answer)] += size
+                self.bytes += size
+                self._evict()
+
+    def _evict(self):
+        while self.bytes > self.max_bytes and self.entries:
+            _key, old = self.entries.popitem(last=False)
+            self.bytes -= self.sizes.pop(id(old), 0)
+            old.cache = None
+            self.evictions += 1
+
+    def clear(self):
+        with self.lock:
+            for answer in self.entries.values():
+                answer.cache = None
+            self.entries.clear()
+            self.sizes.clear()
+            self.bytes = 0
+
+    def stats(self):
+        with self.lock:
+            return {"entries": len(self.entries), "bytes": self.bytes,
+                    "max_bytes": self.max_bytes, "hits": self.hits,
+                    "misses": self.misses, "evictions": self.evictions,
+                    "bypasses": self.bypasses, "unfilled": self.unfilled}
+
+
+_cache = []
+_cache_lock = threading.Lock()
+
+
+def get_cache():
+    """This process's result cache, or None when turned off."""
+    if not config.get_cache():
+        return None
+    if not _cache:
+        with _cache_lock:
+            if not _cache:
+                _cache.append(ResultCache(
+                    int(config.get_cache_mb() * 1024 * 1024)))
+    return _cache[0]
+
+
+def stats():
+    """The cache's figures (None when it is off)."""
+    cache = get_cache()
+    return None if cache is None else cache.stats()
+
+
+def forget():
+    """Empty the cache (tests that rewind the database)."""
+    if _cache:
+        _cache[0].clear()
+
+
+def generation(tool):
+    """The catalog's generation in this transaction's ZODB snapshot (None:
+    no counter yet: nothing is cached)."""
+    counter = aq_base(tool).__dict__.get("_pgc_generation")
+    return None if counter is None else counter()
+
+
+def key_for(tool, store, query):
+    """``(cache, key)`` of ``query`` on ``tool`` in this transaction, or
+    ``(None, None)`` (cache off, own writes, no generation, a value that
+    cannot be keyed)."""
+    cache = get_cache()
+    if cache is None:
+        return None, None
+    session = store.session
+    if store.wrote or session.pending or session.has_writes:
+        cache.bypasses += 1
+        return None, None
+    gen = generation(tool)
+    catalog = tool._catalog
+    try:
+        if gen is None:
+            raise Unkeyable("no generation")
+        qkey = query_key(catalog, query)
+    except Unkeyable:
+        cache.bypasses += 1
+        return None, None
+    return cache, (session.dsn, tool._pgc_key, gen, tuple(catalog._indexes),
+                   tuple(catalog.names), qkey)

@@ -44,6 +44,7 @@ EDITS = int(os.environ.get("PGCATALOG_RACE_EDITS", "15"))
 DOCS = 40
 #: a request is retried up to this many times (Zope's default is 3; the
 #: editors work one folder, whose own object conflicts in the ZODB too)
+WRITES_FOR_CACHE = int(os.environ.get("PGCATALOG_RACE_CACHE_WRITES", "60"))
 RETRIES = 10
 
 
@@ -574,6 +575,62 @@ def editors(db, checks, figures):
     checks.append("%d concurrent editors: catalog equals ZODB" % EDITORS)
 
 
+def cache_exactness(db, checks, figures):
+    """The result cache on RelStorage: a reader transaction begun after a
+    writer's commit never gets an answer from before that commit (two
+    readers in a loop, a writer adding one document per transaction)."""
+    from plone.pgcatalog import cache as result_cache
+    from plone.pgcatalog.testing.zopeapp import Request
+    setup_tree(db, "f9")
+    query = {"path": "/plone/f9", "portal_type": "Document"}
+    with Request(db, SITE, ADMIN) as r:
+        base = len(r.site.portal_catalog.unrestrictedSearchResults(**query))
+    committed = [base]
+    done = threading.Event()
+    problems, reads, gens = [], [0], []
+    before = result_cache.stats() or {}
+
+    def reader():
+        while not done.is_set():
+            floor = committed[0]        # read before the transaction begins
+            with Request(db, SITE, ADMIN) as r:
+                found = len(r.site.portal_catalog.unrestrictedSearchResults(
+                    **query))
+                gen = result_cache.generation(r.site.portal_catalog)
+            reads[0] += 1
+            if found < floor:
+                problems.append((floor, found, gen))
+
+    threads = [threading.Thread(target=reader, daemon=True)
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for n in range(WRITES_FOR_CACHE):
+        with Request(db, SITE, ADMIN, commit=True) as r:
+            r.site.f9.invokeFactory("Document", "c%d" % n, title="c")
+        committed[0] = base + n + 1
+        with Request(db, SITE, ADMIN) as r:
+            gens.append((committed[0], result_cache.generation(
+                r.site.portal_catalog), len(r.site.portal_catalog.
+                unrestrictedSearchResults(**query))))
+        time.sleep(0.005)
+    done.set()
+    for t in threads:
+        t.join(60)
+    after = result_cache.stats() or {}
+    if problems:
+        raise AssertionError("cache: stale answers %r; writer saw %r"
+                             % (problems[:5], gens[:12]))
+    hits = after.get("hits", 0) - before.get("hits", 0)
+    if result_cache.get_cache() is not None and not hits:
+        raise AssertionError("cache: no hit in %d reads" % reads[0])
+    figures["cache exactness"] = {"reads": reads[0], "writes":
+                                  WRITES_FOR_CACHE, "hits": hits,
+                                  "stale": 0}
+    checks.append("result cache: %d reads after %d commits, none stale"
+                  % (reads[0], WRITES_FOR_CACHE))
+
+
 def run():
     from plone.pgcatalog.testing import pgserver
     from plone.pgcatalog.testing.zopeapp import open_relstorage
@@ -590,6 +647,7 @@ def run():
     races(db, checks, figures)
     no_conflict_on_different_entries(db, checks)
     snapshot(db, checks)
+    cache_exactness(db, checks, figures)
     two_phase_faults(db, dsn, checks)
     connection_faults(db, dsn, checks, figures)
     in_doubt(db, dsn, checks)

@@ -15,15 +15,25 @@ Why it is exact:
   CMFPlone's additions (roles and users; ``effectiveRange`` in the minutes
   DateRangeIndex compares), canonicalised by value *and type*.  A value that
   cannot be keyed exactly (an unknown type) bypasses the cache.
-* Fills: the catalog commits in PostgreSQL after the storages (two-phase
-  commit), so a reader can see generation G while its PostgreSQL snapshot
-  still misses a write counted in G.  An answer is stored only when the
-  snapshot it was read in is complete
-  (:meth:`~plone.pgcatalog.store.CatalogStore.snapshot_complete`: no
-  writing transaction was in progress when it was taken, except aborted
-  ones); otherwise the answer is used by its own transaction only.  Without
-  two-phase commit the catalog commits before the storages, so any snapshot
-  that is not older than the ZODB's holds the writes G counts.
+* Fills: an answer read in PostgreSQL is stored under generation G only
+  when its snapshot holds exactly the writes G counts.  The generation
+  starts at the catalog's change stamp (the number of its writing commits,
+  ``pgcatalog_commits``) and both go up by one with every writing
+  transaction; so the snapshot's stamp must equal G, and no writing
+  transaction may have been in progress when the snapshot was taken
+  (:meth:`~plone.pgcatalog.store.CatalogStore.snapshot_complete`, one
+  statement per transaction that misses).  The stamp check does not rely on
+  how the PostgreSQL snapshot relates in time to the ZODB's (measured: a
+  RelStorage reader can load a newer generation than the snapshot its
+  catalog statements see): with two-phase commit the catalog commits
+  after the storages, so a visible catalog commit is always counted by G
+  and an equal count means the same set.  A transaction whose catalog part
+  committed while its ZODB part failed (possible without two-phase commit
+  only) leaves the stamp ahead of the generation: nothing is filled after
+  it, answers are read from PostgreSQL (correct, not cached) until the
+  counter is resynchronised (remove the tool's ``_pgc_generation``: the
+  next write makes it again from the stamp; docs/cache.md).
+  Otherwise the answer serves its own transaction only.
 * A transaction with its own catalog writes (pending or sent) neither reads
   nor fills the cache (read-your-own-writes).
 

@@ -19,6 +19,8 @@ from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
 from ZTUtils.Lazy import _marker
 
+from plone.pgcatalog.codec import decode
+
 
 FIRST_WINDOW = 32
 MAX_WINDOW = 1024
@@ -28,7 +30,7 @@ class Answer:
     """What a search found, independent of any transaction."""
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
-                 "cache", "shared")
+                 "values", "cache", "shared", "generation")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -42,9 +44,13 @@ class Answer:
         self.scoring = scoring
         #: rid -> (path, metadata JSON text or None): brains read so far
         self.meta = {}
+        #: rid -> the brain's column values, made from ``meta``
+        self.values = {}
         #: the cache holding this answer (it counts the bytes added)
         self.cache = None
         self.shared = False
+        #: the catalog generation a shared answer is exact for
+        self.generation = None
 
     def size(self):
         """Approximate bytes held."""
@@ -55,7 +61,7 @@ class Answer:
 
     def learns(self, store):
         """Whether what ``store``'s transaction reads may be added."""
-        return not self.shared or store.snapshot_complete()
+        return not self.shared or store.snapshot_complete(self.generation)
 
     def total(self, store):
         if self.count is None:
@@ -94,20 +100,20 @@ class Answer:
 
 
 def _meta_size(meta):
-    return sum(120 + (len(e[0]) + len(e[1] or "") if e else 0)
+    return sum(120 + (len(e[0]) + 2 * len(e[1] or "") if e else 0)
                for e in meta.values())
 
 
-def make_brain(tool, klass, names, rid, meta, score=1, norm=1):
-    if meta:
-        get = meta.get
-        values = [get(name, MV) for name in names]
-    else:
-        values = [MV] * len(names)
-    values.append(rid)
-    values.append(score)
-    values.append(norm)
-    return klass(tuple(values)).__of__(tool)
+def brain_values(names, meta, decoder=None):
+    """The metadata columns of a brain, as stored (decoded when read), or
+    decoded now by ``decoder``."""
+    if not meta:
+        return (MV,) * len(names)
+    get = meta.get
+    if decoder is None:
+        return tuple([get(name, MV) for name in names])
+    return tuple([decoder(v) if type(v) in (dict, list) else v
+                  for v in (get(name, MV) for name in names)])
 
 
 class BrainFactory:
@@ -123,6 +129,7 @@ class BrainFactory:
         self.names = self.klass._pgc_names
         #: metadata read for this sequence only (not added to the answer)
         self.local = {}
+        self.paths = None
         self.positions = None
         self.window = FIRST_WINDOW
 
@@ -148,13 +155,27 @@ class BrainFactory:
         if not self._known(rid):
             self._load_around(rid)
         entry = self.answer.meta.get(rid) or self.local.get(rid)
-        raw = entry[1] if entry else None
-        meta = orjson.loads(raw) if raw else None
+        if entry:
+            # the brain's getPath() asks the transaction's rid -> path map
+            if self.paths is None:
+                self.paths = self.tool._pgc_store().paths
+            self.paths[rid] = entry[0]
+        values = self.answer.values.get(rid)
+        if values is None:
+            raw = entry[1] if entry else None
+            meta = orjson.loads(raw) if raw else None
+            if entry is self.answer.meta.get(rid) and self.answer.shared:
+                # made once for a cached answer, typed values decoded (as
+                # ZCatalog's brains share their metadata records): later
+                # hits skip parsing and decoding
+                values = brain_values(self.names, meta, decode)
+                self.answer.values[rid] = values
+            else:
+                values = brain_values(self.names, meta)
         if self.scores is not None:
             score, norm = self.scores.get(rid, (1, 1))
-            return make_brain(self.tool, self.klass, self.names, rid, meta,
-                              score, norm)
-        return make_brain(self.tool, self.klass, self.names, rid, meta)
+            return self.klass(values + (rid, score, norm)).__of__(self.tool)
+        return self.klass(values + (rid, 1, 1)).__of__(self.tool)
 
 
 class PGLazyMap(LazyMap):

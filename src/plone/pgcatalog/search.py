@@ -36,7 +36,8 @@ def search(tool, store, query):
     answer = compile_search(tool._catalog, query, store, window).answer(
         store)
     if key is not None:
-        if store.snapshot_complete():
+        if store.snapshot_complete(key[2]):
+            answer.generation = key[2]
             cache.put(key, answer)
         else:
             cache.unfilled += 1

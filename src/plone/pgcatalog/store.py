@@ -115,25 +115,27 @@ class CatalogStore:
             if self.on_write is not None:
                 self.on_write()
 
-    def snapshot_complete(self):
-        """Whether this transaction's PostgreSQL snapshot holds every
-        catalog write that a ZODB snapshot of the same moment or earlier
-        can count: no writing transaction (one with an xid) was in progress
-        when it was taken, except those that aborted since.  A catalog
-        transaction commits in PostgreSQL after the storages (two-phase
-        commit): one whose ZODB part a reader sees may still be prepared,
-        or committed after the reader's snapshot; it is then in the
-        snapshot's list of transactions in progress.  Read-only
-        transactions take no xid and do not count.  Asked once per
+    def snapshot_complete(self, generation):
+        """Whether this transaction's PostgreSQL snapshot holds exactly the
+        catalog writes that ZODB generation ``generation`` counts (see
+        cache.py).  Every writing transaction adds one to both the
+        generation (in the ZODB) and the catalog's change stamp (its commit
+        log row, in PostgreSQL); so the snapshot holds what the generation
+        counts when its stamp equals the generation and no writing
+        transaction was in progress when it was taken (a transaction
+        counted by the generation whose catalog part commits after the
+        storages is then either visible or in progress).  Asked once per
         transaction (memoized)."""
-        found = self.session.cache.get("snapshot-complete")
+        found = self.session.cache.get("snapshot-stamp")
         if found is None:
-            found = self.session.cache["snapshot-complete"] = bool(
-                self.value(q(
-                    "SELECT coalesce(bool_and(pg_xact_status(x) = "
-                    "'aborted'), true) FROM pg_snapshot_xip("
-                    "pg_current_snapshot()) AS x")))
-        return found
+            complete, stamp = self.execute(q(
+                "SELECT (SELECT coalesce(bool_and(pg_xact_status(x) = "
+                "'aborted'), true) FROM pg_snapshot_xip("
+                "pg_current_snapshot()) AS x), ({})", self._state_sql()
+            )).fetchone()
+            found = self.session.cache["snapshot-stamp"] = (
+                bool(complete), stamp)
+        return found[0] and found[1] == generation
 
     @property
     def cid(self):
@@ -176,6 +178,12 @@ class CatalogStore:
             "count(l.id) FROM {} c LEFT JOIN {} l ON l.cid = c.cid WHERE "
             "c.cid = {} GROUP BY c.counter, c.stamp", ident(schema.CATALOGS),
             ident(schema.COMMITS), self.cid)).fetchone())
+
+    def _state_sql(self):
+        """The change stamp, as a sub-select."""
+        return q("SELECT c.stamp + (SELECT count(*) FROM {} l WHERE l.cid = "
+                 "c.cid) FROM {} c WHERE c.cid = {}", ident(schema.COMMITS),
+                 ident(schema.CATALOGS), self.cid)
 
     def stamped(self, key, compute):
         """``compute()``, cached per process while this catalog's change

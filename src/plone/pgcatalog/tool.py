@@ -84,7 +84,11 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
 
     def _pgc_store(self):
         """This catalog's store in the current transaction (store.py)."""
-        return store_for(self._pgc_session(), self._pgc_key,
+        session = self._pgc_session()
+        store = session.cache.get(("store", self._pgc_key))
+        if store is not None and store.on_write is not None:
+            return store
+        return store_for(session, self._pgc_key,
                          bool(self.__dict__.get("_pgc_created")),
                          self._pgc_changed)
 
@@ -94,7 +98,10 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         never used by transactions that see this one; see cache.py)."""
         counter = self.__dict__.get("_pgc_generation")
         if counter is None:
-            counter = self._pgc_generation = Length()
+            # starts at the catalog's change stamp: both count writing
+            # commits from then on (cache.py)
+            counter = self._pgc_generation = Length(
+                self._pgc_store().state()[1])
         counter.change(1)
 
     def _pgc_cid(self):

@@ -35,8 +35,10 @@ class TestToolset(unittest.TestCase):
         status = portal.portal_catalog.pgc_status()
         self.assertGreaterEqual(status["entries"], 1)
         self.assertIn("portal_type", [i["name"] for i in status["indexes"]])
+        self.assertIn("hits", status["cache"])
         html = portal.portal_catalog.manage_catalogStatus()
         self.assertIn("PostgreSQL", html)
+        self.assertIn("Result cache", html)
 
     def test_unsupported_index_type_fails_loudly(self):
         from plone.pgcatalog.errors import UnsupportedIndexType

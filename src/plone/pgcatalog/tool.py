@@ -32,6 +32,7 @@ from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
 from zope.interface import implementer
 from ZPublisher import zpublish
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import logger
 from plone.pgcatalog.catalog import CatalogConfig
@@ -150,6 +151,8 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         return {"entries": len(self), "dsn": db.safe_dsn(store.session.dsn),
                 "server_version": server, "schema_version": version,
                 "key": self._pgc_key, "counter": counter,
+                "generation": result_cache.generation(self),
+                "cache": result_cache.stats(),
                 "indexes": indexes}
 
 

@@ -1,0 +1,178 @@
+"""The result cache (cache.py): no statement on a hit, never an answer from
+before a committed write, read-your-own-writes, savepoints and aborts, keys
+by value and type, bounds and the switch.  (Exactness under concurrency on
+RelStorage: tests/relstorage_races.py, cache_exactness.)"""
+import decimal
+import os
+import unittest
+from unittest import mock
+
+import transaction
+from DateTime import DateTime
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from Products.CMFCore.indexing import processQueue
+
+from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog.results import Answer
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.tool import PGCatalogTool
+
+
+def ids(results):
+    return sorted(b.getId for b in results)
+
+
+class TestResultCache(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Document", "one", title="One")
+        processQueue()
+        transaction.commit()
+        result_cache.forget()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def statements(self, func):
+        """``func()``'s result and how many times the catalog talked to
+        PostgreSQL."""
+        session = self.catalog._pgc_session()
+        sent = []
+        original = session._run
+
+        def counting(*args, **kw):
+            sent.append(args[0])
+            return original(*args, **kw)
+
+        session._run = counting
+        try:
+            result = func()
+            return result, sent
+        finally:
+            del session._run
+
+    def search(self, **query):
+        return self.catalog.unrestrictedSearchResults(**query)
+
+    def test_a_hit_runs_no_statement(self):
+        first = ids(self.search(portal_type="Document"))
+        transaction.abort()
+        (found, sent) = self.statements(
+            lambda: ids(self.search(portal_type="Document")))
+        self.assertEqual(found, first)
+        self.assertEqual(sent, [])
+        # the brains' metadata too, once read
+        brains, _ = self.statements(lambda: [
+            (b.Title, b.getPath()) for b in self.search(
+                portal_type="Document")])
+        transaction.abort()
+        again, sent = self.statements(lambda: [
+            (b.Title, b.getPath()) for b in self.search(
+                portal_type="Document")])
+        self.assertEqual((again, sent), (brains, []))
+
+    def test_a_committed_write_is_seen_by_the_next_transaction(self):
+        self.assertEqual(ids(self.search(portal_type="Document")), ["one"])
+        transaction.abort()
+        self.portal.invokeFactory("Document", "two", title="Two")
+        transaction.commit()
+        self.assertEqual(ids(self.search(portal_type="Document")),
+                         ["one", "two"])
+        transaction.commit()
+        self.portal.manage_delObjects(["one"])
+        transaction.commit()
+        self.assertEqual(ids(self.search(portal_type="Document")), ["two"])
+
+    def test_own_writes_neither_read_nor_fill(self):
+        self.assertEqual(ids(self.search(portal_type="Document")), ["one"])
+        transaction.abort()
+        self.portal.invokeFactory("Document", "mine", title="Mine")
+        self.assertEqual(ids(self.search(portal_type="Document")),
+                         ["mine", "one"])
+        transaction.abort()       # the write goes, the cached answer stays
+        found, sent = self.statements(
+            lambda: ids(self.search(portal_type="Document")))
+        self.assertEqual((found, sent), (["one"], []))
+
+    def test_savepoint_rollback(self):
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        savepoint = transaction.savepoint()
+        self.portal.invokeFactory("Document", "dropped", title="Dropped")
+        self.assertEqual(ids(self.search(portal_type="Document")),
+                         ["dropped", "kept", "one"])
+        savepoint.rollback()
+        self.assertEqual(ids(self.search(portal_type="Document")),
+                         ["kept", "one"])
+        transaction.commit()
+        self.assertEqual(ids(self.search(portal_type="Document")),
+                         ["kept", "one"])
+
+    def test_another_catalog_does_not_invalidate(self):
+        self.portal._setObject("other_catalog",
+                               PGCatalogTool("other_catalog"))
+        self.portal.other_catalog.addIndex("getId", "FieldIndex")
+        transaction.commit()
+        ids(self.search(portal_type="Document"))
+        transaction.abort()
+        self.portal.other_catalog.catalog_object(self.portal.one,
+                                                 "/plone/one")
+        transaction.commit()
+        found, sent = self.statements(
+            lambda: ids(self.search(portal_type="Document")))
+        self.assertEqual((found, sent), (["one"], []))
+
+    def test_effective_range_is_keyed_by_its_minute(self):
+        setRoles(self.portal, TEST_USER_ID, ["Member"])
+        self.catalog.searchResults(portal_type="Document")
+        transaction.abort()
+        now = DateTime()
+        minute = DateTime(now.year(), now.month(), now.day(), now.hour(),
+                          now.minute(), 30)
+        with mock.patch("plone.pgcatalog.toolapi.searching.DateTime",
+                        return_value=minute):
+            self.catalog.searchResults(portal_type="Document")
+            transaction.abort()
+            _, sent = self.statements(lambda: len(
+                self.catalog.searchResults(portal_type="Document")))
+        self.assertEqual(sent, [])
+
+    def test_values_are_keyed_by_type(self):
+        key = result_cache.canonical
+        self.assertNotEqual(key(1), key(True))
+        self.assertNotEqual(key(1), key(1.0))
+        self.assertNotEqual(key([1]), key((1,)))
+        self.assertEqual(key({"b": 1, "a": 2}), key({"a": 2, "b": 1}))
+        with self.assertRaises(result_cache.Unkeyable):
+            key(object())
+        with self.assertRaises(result_cache.Unkeyable):
+            key(float("nan"))
+
+    def test_unkeyable_values_bypass(self):
+        stats = result_cache.stats()
+        self.search(portal_type="Document", getId=decimal.Decimal("1.5"))
+        self.assertEqual(result_cache.stats()["bypasses"],
+                         stats["bypasses"] + 1)
+
+    def test_bounded(self):
+        cache = result_cache.ResultCache(max_bytes=10_000)
+        for n in range(50):
+            cache.put(("k", n), Answer(list(range(20)), 20))
+        stats = cache.stats()
+        self.assertLessEqual(stats["bytes"], 10_000)
+        self.assertGreater(stats["evictions"], 0)
+        self.assertIsNone(cache.get(("k", 0)))
+        self.assertIsNotNone(cache.get(("k", 49)))
+
+    def test_switched_off(self):
+        with mock.patch.dict(os.environ, {"PGCATALOG_CACHE": "off"}):
+            self.assertIsNone(result_cache.get_cache())
+            self.search(portal_type="Document")
+            transaction.abort()
+            _, sent = self.statements(lambda: len(self.search(
+                portal_type="Document")))
+            self.assertTrue(sent)

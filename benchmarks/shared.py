@@ -41,7 +41,14 @@ from plone.pgcatalog.testing.zopeapp import open_relstorage
 from plone.pgcatalog.testing.zopeapp import start_zope
 
 
-BACKENDS = ("zcatalog", "pgcatalog")
+#: "pgcatalog-engine" is plone.pgcatalog with its result cache off (the
+#: engine), "pgcatalog" as installed (cache on)
+BACKENDS = ("zcatalog", "pgcatalog-engine", "pgcatalog")
+
+
+def is_pg(backend):
+    """The backend is plone.pgcatalog (with or without its cache)."""
+    return backend.startswith("pgcatalog")
 RENDER_BRAINS = 20
 
 # RelStorage settings used for every backend (documented in README.md).
@@ -97,8 +104,10 @@ def child_environment(backend, dsn):
     to the backend's database for pgcatalog and unset otherwise."""
     env = dict(os.environ)
     env.pop("PGCATALOG_DSN", None)
-    if backend == "pgcatalog":
+    if is_pg(backend):
         env["PGCATALOG_DSN"] = dsn
+    if backend == "pgcatalog-engine":
+        env["PGCATALOG_CACHE"] = "off"
     return env
 
 
@@ -106,7 +115,7 @@ def pg_env_options(pg_env, backend):
     """``--pg-env KEY=VALUE`` items as ``--env`` options of a pgcatalog
     child (none for other backends)."""
     options = []
-    for item in (pg_env or ()) if backend == "pgcatalog" else ():
+    for item in (pg_env or ()) if is_pg(backend) else ():
         options += ["--env", item]
     return options
 
@@ -195,7 +204,7 @@ def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
     Plone add-on (as in a real instance); for the ZCatalog backend
     plone.pgcatalog is left out so the stock site carries none of its
     configuration.  Returns the database and the start-up seconds."""
-    with_pg = name == "pgcatalog"
+    with_pg = is_pg(name)
     if with_pg:
         os.environ["PGCATALOG_DSN"] = dsn
     for item in env_items or ():

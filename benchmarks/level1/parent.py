@@ -61,6 +61,9 @@ def run_parent(args):
             dsn, existed = named_database(server, name,
                                            args.reuse_databases)
             env = shared.child_environment(backend, dsn)
+            # level1 measures the engine: plone.pgcatalog's result cache off
+            # unless --pg-env PGCATALOG_CACHE=on asks for it
+            env.setdefault("PGCATALOG_CACHE", "off")
             pg_env = shared.pg_env_options(args.pg_env, backend)
             result_file = shared.result_file("l1-")
             entry = {}

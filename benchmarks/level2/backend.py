@@ -10,6 +10,7 @@ from Products.GenericSetup.registry import _profile_registry
 
 import shared
 
+from .measure import measure_mixed
 from .measure import measure_queries
 from .profile import profile_queries
 from .site import build_site
@@ -23,7 +24,7 @@ from .workload import make_plan
 
 def run_backend(args):
     backend = args.name
-    with_pg = backend == "pgcatalog"
+    with_pg = shared.is_pg(backend)
     plan = make_plan(args.docs, args.modifications)
     result = {
         "backend": backend,
@@ -56,7 +57,13 @@ def run_backend(args):
         pg.execute("VACUUM (ANALYZE)")
     result["settle_ms"] = (time.perf_counter() - t0) * 1000
     result["queries"] = measure_queries(db, args)
+    if with_pg:
+        # imported here: the ZCatalog backend's process has no
+        # plone.pgcatalog configuration to read
+        from plone.pgcatalog import cache as result_cache
+        result["result_cache"] = result_cache.stats()
     profile = profile_queries(db, args) if args.profile else None
+    result["mixed"] = measure_mixed(db, args, [d["id"] for d in plan["docs"]])
     result["pickle_cache_after_queries"] = [
         {"size": c["size"], "non_ghost": c["ngsize"]}
         for c in db.cacheDetailSize()]

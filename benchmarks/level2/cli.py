@@ -27,7 +27,7 @@ def add_parsers(sub):
     p = sub.add_parser("level2", help="real Plone site on RelStorage: "
                        "ZCatalog vs plone.pgcatalog")
     _common(p)
-    p.add_argument("--backends", default="zcatalog,pgcatalog")
+    p.add_argument("--backends", default="zcatalog,pgcatalog-engine,pgcatalog")
     p.add_argument("--output", help="write everything as JSON here")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the query phase of the pgcatalog backend")

@@ -35,8 +35,9 @@ class Request:
     Not ``plone.pgcatalog.testing.zopeapp.Request``: that one fires no publication
     events."""
 
-    def __init__(self, db):
+    def __init__(self, db, commit=False):
         self.db = db
+        self.commit = commit
 
     def __enter__(self):
         self.conn = self.db.open()
@@ -56,7 +57,10 @@ class Request:
             # A read-only request: nothing to commit, so abort (cheaper,
             # same effect on the connection) and end it like the WSGI
             # publisher ends a successful request.
-            transaction.abort()
+            if self.commit and exc[0] is None:
+                transaction.commit()
+            else:
+                transaction.abort()
             notify(PubSuccess(self.request))
         finally:
             noSecurityManager()
@@ -137,4 +141,40 @@ def measure_queries(db, args):
                       entry["render"]["median_ms"], entry["render"]["p95_ms"],
                       count, actual, entry["loads_len"],
                       entry["loads_render"]))
+    return out
+
+
+#: the mixed run: one content modification every this many queries
+MIXED_EVERY = 10
+
+
+def _modify(db, doc_ids, n):
+    """A modification like an editor's: a new title, reindexObject(),
+    commit (in its own request; not timed)."""
+    with Request(db, commit=True) as req:
+        obj = req.site[doc_ids[n % len(doc_ids)]]
+        obj.setTitle("Mixed %d" % n)
+        obj.reindexObject()
+
+
+def measure_mixed(db, args, doc_ids):
+    """The six scenarios interleaved (render pass), one content
+    modification every MIXED_EVERY queries: each catalog pays for its
+    invalidations (ZCatalog's BTrees reloaded, our cached answers of the
+    old generation unused).  Run after the parity results are taken; the
+    modifications are the same for both backends."""
+    queries = [scenario_query(t, SITE_ID) for _s, _l, t, _o in SCENARIOS]
+    samples, n = [], 0
+    for _ in range(args.iterations):
+        for query in queries:
+            if n and n % MIXED_EVERY == 0:
+                _modify(db, doc_ids, n)
+            samples.append(timed_query(db, query, True)[0])
+            n += 1
+    out = shared.stats(samples)
+    out["queries"] = n
+    out["modifications"] = (n - 1) // MIXED_EVERY
+    shared.log(args.name, "mixed: %d queries, %d modifications, median "
+               "%.3f p95 %.3f ms" % (n, out["modifications"],
+                                     out["median_ms"], out["p95_ms"]))
     return out

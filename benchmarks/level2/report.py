@@ -25,9 +25,11 @@ def format_report(results, failures, parity, env_info, args):
                     env_info["connection"], env_info["python"]))
     lines.append(load_line(env_info))
     header = ["metric"] + names
-    ratio = "zcatalog" in results and "pgcatalog" in results
-    if ratio:
-        header.append("pg/zc")
+    pgs = [n for n in names if n != "zcatalog"] \
+        if "zcatalog" in results else []
+    ratio = bool(pgs)
+    header += ["%s/zc" % ("engine" if n == "pgcatalog-engine" else "pg")
+               for n in pgs]
     rows = []
 
     def row(label, getter, unit=""):
@@ -38,14 +40,14 @@ def format_report(results, failures, parity, env_info, args):
             except (KeyError, TypeError):
                 vals.append(None)
         cells = [label] + [fmt(v, unit) for v in vals]
-        if ratio:
-            a = vals[names.index("pgcatalog")]
-            b = vals[names.index("zcatalog")]
+        b = vals[names.index("zcatalog")] if ratio else None
+        for n in pgs:
+            a = vals[names.index(n)]
             cells.append("%.2fx" % (a / b) if a is not None and b else "-")
         rows.append(cells)
 
     row("site creation (ms)", lambda r: r["site_creation"]["total_ms"])
-    if "pgcatalog" in results:
+    if pgs:
         row("  of which pgcatalog profile (ms)",
             lambda r: r["site_creation"]["pgcatalog_profile_ms"])
     row("creation ms/doc (mean)", lambda r: r["creation"]["mean_ms"])
@@ -77,8 +79,20 @@ def format_report(results, failures, parity, env_info, args):
             "%d (%d)" % (results[n]["queries"][sid]["count"],
                          results[n]["queries"][sid]["actual_result_count"])
             for n in names]
-        if ratio:
-            rows[-1][-1] = ""
+        for i in range(len(pgs)):
+            rows[-1][-1 - i] = ""
+    row("mixed (scenarios + a modification every 10) median (ms)",
+        lambda r: r["mixed"]["median_ms"])
+    row("mixed (scenarios + a modification every 10) p95 (ms)",
+        lambda r: r["mixed"]["p95_ms"])
+    for n in pgs:
+        stats = results[n].get("result_cache")
+        if stats:
+            cells = ["result cache (%s): hits/misses" % n] + [""] * (
+                len(header) - 1)
+            cells[1 + names.index(n)] = "%d/%d" % (stats["hits"],
+                                                  stats["misses"])
+            rows.append(cells)
     widths = [max(len(str(c[i])) for c in rows + [header])
               for i in range(len(header))]
     fmt_line = "  ".join("%%-%ds" % widths[0] if i == 0 else "%%%ds" % w

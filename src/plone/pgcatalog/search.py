@@ -33,6 +33,7 @@ def search(tool, store, query):
         answer = cache.get(key)
         if answer is not None:
             return results_for(tool, answer)
+        store.expect_fill()
     answer = compile_search(tool._catalog, query, store, window).answer(
         store)
     if key is not None:

@@ -100,6 +100,8 @@ class CatalogSession:
         self.prepared = None
         #: an error that makes the commit fail (writes were lost)
         self.failed = None
+        #: read-only statements sent with the next one (see ride)
+        self.riders = []
         self.snapshot_id = None
         self.pending = writer_module.PendingWrites()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
@@ -215,8 +217,16 @@ class CatalogSession:
                 failed(conn, exc, fresh)
                 raise  # pragma: no cover - failed() raises
 
+    def ride(self, fragment, callback):
+        """Send the read-only ``fragment`` with this transaction's next
+        statement, in the same round trip; ``callback(rows)`` gets its rows
+        (not called if that statement fails)."""
+        self.riders.append((fragment, callback))
+
     def _run(self, query, params, prepare, binary, write=False):
         started = time.perf_counter()
+        riders, self.riders = self.riders, []
+        riding = []
 
         def queue(conn, fresh):
             guarded = self.wrote and not fresh
@@ -226,6 +236,12 @@ class CatalogSession:
                                   binary=binary)
             if guarded:
                 conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
+            elif riders:
+                del riding[:]
+                for fragment, callback in riders:
+                    riding.append((conn.cursor().execute(
+                        fragment.text, fragment.params, prepare=False),
+                        callback))
             return cursor
 
         def failed(conn, exc, fresh):
@@ -233,6 +249,8 @@ class CatalogSession:
             raise dberrors.translate_error(exc, query) from None
 
         cursor = self._send(queue, failed)
+        for rider, callback in riding:
+            callback(rider.fetchall())
         if write:
             self.wrote = True
         if db.trace is not None:

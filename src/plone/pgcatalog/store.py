@@ -128,14 +128,24 @@ class CatalogStore:
         transaction (memoized)."""
         found = self.session.cache.get("snapshot-stamp")
         if found is None:
-            complete, stamp = self.execute(q(
-                "SELECT (SELECT coalesce(bool_and(pg_xact_status(x) = "
-                "'aborted'), true) FROM pg_snapshot_xip("
-                "pg_current_snapshot()) AS x), ({})", self._state_sql()
-            )).fetchone()
-            found = self.session.cache["snapshot-stamp"] = (
-                bool(complete), stamp)
+            self._snapshot_facts(self.execute(self._snapshot_sql()).fetchall())
+            found = self.session.cache["snapshot-stamp"]
         return found[0] and found[1] == generation
+
+    def expect_fill(self):
+        """Send the facts :meth:`snapshot_complete` needs with the
+        transaction's next statement (no round trip of their own)."""
+        if "snapshot-stamp" not in self.session.cache:
+            self.session.ride(self._snapshot_sql(), self._snapshot_facts)
+
+    def _snapshot_sql(self):
+        return q("SELECT (SELECT coalesce(bool_and(pg_xact_status(x) = "
+                 "'aborted'), true) FROM pg_snapshot_xip("
+                 "pg_current_snapshot()) AS x), ({})", self._state_sql())
+
+    def _snapshot_facts(self, rows):
+        complete, stamp = rows[0]
+        self.session.cache["snapshot-stamp"] = (bool(complete), stamp)
 
     @property
     def cid(self):

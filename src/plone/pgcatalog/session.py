@@ -39,7 +39,7 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   with writes fails with :class:`DatabaseUnavailable`, a ``TransientError``
   Zope retries.
 
-Why one module of some 560 lines: :class:`CatalogSession` is one
+Why one module of some 590 lines: :class:`CatalogSession` is one
 ``IDataManager``; its methods are the transaction protocol (statements,
 savepoints, vote, finish, abort) acting on the same few fields, and read
 best side by side.  Connections and error translation are ``db.py``'s; the

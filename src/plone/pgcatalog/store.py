@@ -13,6 +13,10 @@ Per-process caches of catalog-wide answers (``uniqueValues``, a sort
 index's size, text statistics) live here too: they are exact, keyed by the
 catalog's change stamp read in the transaction's own snapshot
 (:meth:`CatalogStore.stamped`).
+
+Why one module of some 440 lines: it is the one place that holds a
+catalog's statements (the point of the room); split by table it would
+scatter the caches and the catalog id that every statement shares.
 """
 import time
 

@@ -31,6 +31,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.results import Answer
 from plone.pgcatalog.results import results_for
 from plone.pgcatalog.store import ENTRIES
+from plone.pgcatalog.store import META
 from plone.pgcatalog.store import SORT_INDEX_SIZE_CAP
 
 
@@ -73,26 +74,55 @@ class Empty(Plan):
         return Answer([], 0)
 
 
+#: a page up to this size comes with its brains' metadata (one statement
+#: for the search and the page a listing renders)
+PAGE_WITH_METADATA = 50
+
+
 class Page(Plan):
-    """A batch: its rids now (a top-N the planner can take from an index);
-    the total (``actual_result_count``) only when someone asks for it
+    """A batch: its rids now (a top-N the planner can take from an index)
+    and, for a small page, the metadata its brains show (read in the same
+    statement: rendering the page costs no second round trip); the total
+    (``actual_result_count``) only when someone asks for it
     (results.PGLazyMap), or known at once when the page is the tail."""
 
     def __init__(self, where, order, window):
         self.b_start = window.b_start
         self.b_size = window.b_size
-        self.statement = q(
-            "SELECT ARRAY(SELECT e.rid FROM {} WHERE {} ORDER BY {} "
-            "LIMIT {} OFFSET {})", ENTRIES, where, order, self.b_size,
-            self.b_start)
+        page = q("SELECT e.rid, e.path FROM {} WHERE {} ORDER BY {} LIMIT "
+                 "{} OFFSET {}", ENTRIES, where, order, self.b_size,
+                 self.b_start)
+        self.with_metadata = self.b_size <= PAGE_WITH_METADATA
+        if self.with_metadata:
+            # the page's rows keep their order through a projection (a
+            # scalar sub-select per row, no join to reorder them)
+            self.statement = q(
+                "SELECT p.rid, p.path, (SELECT m.meta::text FROM {} WHERE "
+                "m.rid = p.rid) FROM ({}) p", META, page)
+        else:
+            self.statement = q("SELECT ARRAY(SELECT p.rid FROM ({}) p)",
+                               page)
         self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where)
 
     def answer(self, store):
-        rids = _fetch(store, self.statement)[0] or []
+        if self.with_metadata:
+            rows = store.execute(self.statement, prepare=False,
+                                 binary=True).fetchall()
+            rids = [row[0] for row in rows]
+            meta = {row[0]: (row[1], row[2]) for row in rows}
+            for rid, (path, _meta) in meta.items():
+                store.paths[rid] = path
+        else:
+            rids = _fetch(store, self.statement)[0] or []
+            meta = None
         if len(rids) < self.b_size and (rids or not self.b_start):
             # the page is the tail (or nothing matched): total known
-            return Answer(rids, self.b_start + len(rids))
-        return Answer(rids, None, counting=self.count)
+            answer = Answer(rids, self.b_start + len(rids))
+        else:
+            answer = Answer(rids, None, counting=self.count)
+        if meta:
+            answer.meta.update(meta)
+        return answer
 
 
 class EveryMatch(Plan):

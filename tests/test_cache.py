@@ -176,3 +176,21 @@ class TestResultCache(unittest.TestCase):
             _, sent = self.statements(lambda: len(self.search(
                 portal_type="Document")))
             self.assertTrue(sent)
+
+    def test_a_total_counted_after_own_writes_is_not_shared(self):
+        # what a transaction learns later about a cached answer is shared
+        # only when it has no writes of its own
+        for n in range(4):
+            self.portal.invokeFactory("Document", "p%d" % n, title="P")
+        transaction.commit()
+        query = dict(portal_type="Document", sort_on="id", b_size=2)
+        first = self.search(**query)            # a page: total not known
+        transaction.commit()
+        page = self.search(**query)             # the cached answer
+        self.portal.invokeFactory("Document", "p9", title="P")
+        processQueue()
+        self.assertEqual(page.actual_result_count, 6)   # own write counted
+        transaction.abort()
+        again = self.search(**query)
+        self.assertEqual(again.actual_result_count, 5)
+        self.assertEqual(first.actual_result_count, 5)

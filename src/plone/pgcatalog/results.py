@@ -61,7 +61,12 @@ class Answer:
 
     def learns(self, store):
         """Whether what ``store``'s transaction reads may be added."""
-        return not self.shared or store.snapshot_complete(self.generation)
+        if not self.shared:
+            return True
+        session = store.session
+        if store.wrote or session.pending or session.has_writes:
+            return False    # this transaction's own writes would show
+        return store.snapshot_complete(self.generation)
 
     def total(self, store):
         if self.count is None:

@@ -98,7 +98,10 @@ def _date_range_minutes(index, value):
     if isinstance(value, (list, tuple)):
         return type(value)(_date_range_minutes(index, v) for v in value)
     if isinstance(value, DateTime):
-        return ("minutes", index._convertDateTime(value))
+        try:
+            return ("minutes", index._convertDateTime(value))
+        except Exception:  # noqa: B902 - the search raises it, in order
+            raise Unkeyable("date")
     return value
 
 

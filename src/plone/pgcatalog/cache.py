@@ -219,7 +219,8 @@ def forget():
 def generation(tool):
     """The catalog's generation in this transaction's ZODB snapshot (None:
     no counter yet: nothing is cached)."""
-    counter = aq_base(tool).__dict__.get("_pgc_generation")
+    # getattr, not __dict__: a ghost's __dict__ is empty until loaded
+    counter = getattr(aq_base(tool), "_pgc_generation", None)
     return None if counter is None else counter()
 
 

@@ -102,6 +102,9 @@ class CatalogSession:
         self.failed = None
         #: read-only statements sent with the next one (see ride)
         self.riders = []
+        #: (no writer in progress, change stamp) of this PostgreSQL
+        #: transaction's snapshot, once asked (store.snapshot_complete)
+        self.snapshot_facts = None
         self.snapshot_id = None
         self.pending = writer_module.PendingWrites()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
@@ -158,6 +161,8 @@ class CatalogSession:
         """BEGIN (and the shared snapshot), sent ahead of a statement in
         the same round trip."""
         conn.execute(_BEGIN, prepare=False)
+        # facts about the snapshot are about this PostgreSQL transaction's
+        self.snapshot_facts = None
         if self.snapshot_id is None:
             self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
         if self.snapshot_id:

@@ -130,16 +130,15 @@ class CatalogStore:
         counted by the generation whose catalog part commits after the
         storages is then either visible or in progress).  Asked once per
         transaction (memoized)."""
-        found = self.session.cache.get("snapshot-stamp")
-        if found is None:
+        if self.session.snapshot_facts is None:
             self._snapshot_facts(self.execute(self._snapshot_sql()).fetchall())
-            found = self.session.cache["snapshot-stamp"]
-        return found[0] and found[1] == generation
+        complete, stamp = self.session.snapshot_facts
+        return complete and stamp == generation
 
     def expect_fill(self):
         """Send the facts :meth:`snapshot_complete` needs with the
         transaction's next statement (no round trip of their own)."""
-        if "snapshot-stamp" not in self.session.cache:
+        if self.session.snapshot_facts is None:
             self.session.ride(self._snapshot_sql(), self._snapshot_facts)
 
     def _snapshot_sql(self):
@@ -149,7 +148,7 @@ class CatalogStore:
 
     def _snapshot_facts(self, rows):
         complete, stamp = rows[0]
-        self.session.cache["snapshot-stamp"] = (bool(complete), stamp)
+        self.session.snapshot_facts = (bool(complete), stamp)
 
     @property
     def cid(self):

@@ -21,6 +21,7 @@ import uuid
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
+from Acquisition import aq_base
 from BTrees.Length import Length
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
@@ -97,7 +98,9 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         """This transaction writes the catalog: its generation goes up
         (before the commit starts: cached answers of the old generation are
         never used by transactions that see this one; see cache.py)."""
-        counter = self.__dict__.get("_pgc_generation")
+        # getattr, not __dict__: a ghost's __dict__ is empty until loaded,
+        # and a new counter would rewrite the tool
+        counter = getattr(aq_base(self), "_pgc_generation", None)
         if counter is None:
             # starts at the catalog's change stamp: both count writing
             # commits from then on (cache.py)

@@ -2,6 +2,7 @@
 import unittest
 
 import transaction
+from Acquisition import aq_base
 from DateTime import DateTime
 from Missing import MV
 from plone.app.testing import login
@@ -234,6 +235,73 @@ class TestTransactions(unittest.TestCase):
         transaction.abort()
         self.assertEqual(len(self.catalog(id="dropped")), 0)
         self.assertEqual(len(self.catalog(id="kept")), 1)
+
+    def test_brain_kept_beyond_its_transaction_asks_the_catalog(self):
+        # a brain carries its path for its own transaction only: later,
+        # getPath() asks the catalog as ZCatalog's does (KeyError once the
+        # entry is gone), where a remembered path would answer
+        self.portal.invokeFactory("Document", "gone", title="Gone")
+        transaction.commit()
+        brain = self.catalog(id="gone")[0]
+        self.assertEqual(brain.getPath(), "/plone/gone")
+        self.portal.manage_delObjects(["gone"])
+        transaction.commit()
+        with self.assertRaises(KeyError):
+            brain.getPath()
+        transaction.abort()
+
+    def test_brain_after_savepoint_rollback_asks_the_catalog(self):
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        transaction.commit()
+        sp = transaction.savepoint()
+        brain = self.catalog(id="kept")[0]
+        store = self.catalog._pgc_store()
+        sp.rollback()
+        self.assertIsNot(self.catalog._pgc_store(), store)
+        asked = []
+        klass = type(aq_base(self.catalog))
+        original = klass.getpath
+
+        def getpath(tool, rid, default=KeyError):
+            asked.append(rid)
+            return original(tool, rid, default)
+
+        klass.getpath = getpath
+        try:
+            self.assertEqual(brain.getPath(), "/plone/kept")
+        finally:
+            klass.getpath = original
+        self.assertEqual(asked, [brain.getRID()])
+
+    def test_brain_columns(self):
+        self.portal.invokeFactory("Document", "cols", title="Cols")
+        transaction.commit()
+        brain = self.catalog(id="cols")[0]
+        # a column is read from the record, typed values decoded
+        self.assertEqual(brain.Title, "Cols")
+        self.assertIsInstance(brain.modified, DateTime)
+        self.assertEqual(brain["Title"], brain.Title)
+        # set on a brain as on a Record (only that brain changes)
+        brain.Title = "Changed"
+        self.assertEqual(brain.Title, "Changed")
+        self.assertEqual(self.catalog(id="cols")[0].Title, "Cols")
+        # a name that is no column is acquired, as from ZCatalog's brains
+        self.assertIs(aq_base(brain.portal_catalog), aq_base(self.catalog))
+        self.assertFalse(hasattr(aq_base(brain), "not_a_column"))
+
+    def test_column_named_like_a_brain_method(self):
+        # on ZCatalog the class attribute wins over the Record's column
+        self.catalog.addColumn("getURL")
+        try:
+            self.portal.invokeFactory("Document", "named", title="Named")
+            transaction.commit()
+            brain = self.catalog(id="named")[0]
+            self.assertTrue(callable(brain.getURL))
+            self.assertTrue(brain.getURL().endswith("/plone/named"))
+            self.assertIn("getURL", brain)
+        finally:
+            self.catalog.delColumn("getURL")
+            transaction.commit()
 
     def test_commit_failure_rolls_back_catalog(self):
         class Boom:

@@ -134,7 +134,7 @@ class BrainFactory:
         self.names = self.klass._pgc_names
         #: metadata read for this sequence only (not added to the answer)
         self.local = {}
-        self.paths = None
+        self.store = None
         self.positions = None
         self.window = FIRST_WINDOW
 
@@ -161,10 +161,13 @@ class BrainFactory:
             self._load_around(rid)
         entry = self.answer.meta.get(rid) or self.local.get(rid)
         if entry:
-            # the brain's getPath() asks the transaction's rid -> path map
-            if self.paths is None:
-                self.paths = self.tool._pgc_store().paths
-            self.paths[rid] = entry[0]
+            # the transaction's rid -> path map (tool.getpath) learns it
+            if self.store is None:
+                self.store = self.tool._pgc_store()
+            path = self.store.paths[rid] = entry[0]
+            extra = (path, self.store)
+        else:
+            extra = ()
         values = self.answer.values.get(rid)
         if values is None:
             raw = entry[1] if entry else None
@@ -179,8 +182,10 @@ class BrainFactory:
                 values = brain_values(self.names, meta)
         if self.scores is not None:
             score, norm = self.scores.get(rid, (1, 1))
-            return self.klass(values + (rid, score, norm)).__of__(self.tool)
-        return self.klass(values + (rid, 1, 1)).__of__(self.tool)
+        else:
+            score = norm = 1
+        return self.klass._pgc_make(
+            values + (rid, score, norm) + extra).__of__(self.tool)
 
 
 class PGLazyMap(LazyMap):

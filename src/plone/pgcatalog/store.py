@@ -91,6 +91,11 @@ class CatalogStore:
         self.known = set()
 
     # -- plumbing -----------------------------------------------------------
+    def is_current(self):
+        """Whether this is still its transaction's store (a savepoint's
+        rollback and the transaction's end drop it)."""
+        return self.session.cache.get(("store", self.key)) is self
+
     def execute(self, fragment, prepare=None, binary=False):
         """Run a statement (a Fragment) in the transaction; the cursor."""
         return self.session.execute(fragment, prepare=prepare, binary=binary)

@@ -53,6 +53,17 @@ class TestSession(unittest.TestCase):
     def session(self):
         return self.catalog._pgc_session()
 
+    def test_analyze_skips_a_table_autovacuum_holds(self):
+        # ANALYZE after a large write is best effort: a table another
+        # session is analyzing (autovacuum) is skipped, not waited for
+        # until the lock timeout turns it into a logged error
+        dsn = self.session().dsn
+        with psycopg.connect(dsn) as other:
+            other.execute("LOCK TABLE pgcatalog_entries IN SHARE UPDATE "
+                          "EXCLUSIVE MODE")
+            with self.assertNoLogs("plone.pgcatalog", level="WARNING"):
+                db.analyze(dsn)
+
     def test_refused_statement_keeps_the_transaction(self):
         self.portal.invokeFactory("Document", "kept", title="Kept")
         self.assertEqual(ids(self.catalog(id="kept")), ["kept"])  # flushed

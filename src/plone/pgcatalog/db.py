@@ -143,10 +143,12 @@ ANALYZE_AFTER_ROWS = 200
 
 
 def analyze(dsn):
-    """ANALYZE the catalog tables (best effort)."""
+    """ANALYZE the catalog tables (best effort; a table autovacuum is
+    busy with is skipped: it is being analyzed, and the connection's
+    lock timeout would make the wait an error)."""
     try:
         with get_pool(dsn).connection() as conn:
-            run(conn, q("ANALYZE {}", join(", ", [
+            run(conn, q("ANALYZE (SKIP_LOCKED) {}", join(", ", [
                 ident(schema.ENTRIES), ident(schema.META),
                 ident(schema.TEXT)])))
     except psycopg.Error:

@@ -128,6 +128,9 @@ def ensure_schema(dsn=None):
     pool = get_pool(dsn)
     with pool.connection() as conn:
         schema.ensure_schema(conn)
+        # a database whose indexes were built before plone.pgcatalog made
+        # statistics objects for them gets them now (once)
+        ensure_statistics(conn)
     _schema_ready.add(dsn)
     try:
         resolve_in_doubt(dsn)
@@ -154,6 +157,26 @@ def analyze(dsn):
     except psycopg.Error:
         logger.warning("ANALYZE of the catalog tables failed",
                        exc_info=True)
+
+
+def ensure_statistics(conn):
+    """The planner statistics of the expression indexes
+    (:func:`plone.pgcatalog.schema.ensure_statistics`), filled at once
+    when some were made (a new index would otherwise be estimated blind
+    until autovacuum analyzes the table).  Best effort: the indexes work
+    without them, and the next call makes what is missing."""
+    try:
+        created = schema.ensure_statistics(conn)
+        if created:
+            with conn.transaction():
+                # autovacuum, should it be analyzing, gives way to a waiter
+                conn.execute("SET LOCAL lock_timeout = 0")
+                run(conn, q("ANALYZE {}", ident(schema.ENTRIES)))
+            logger.info("planner statistics made for %d catalog index(es)",
+                        len(created))
+    except psycopg.Error:
+        logger.warning("making the catalog indexes' planner statistics "
+                       "failed", exc_info=True)
 
 
 # -- connections ------------------------------------------------------------

@@ -252,6 +252,8 @@ def build_now(dsn, statements):
                         _drop_concurrently(conn, name)
                     continue
                 built.append(name)
+        if built:
+            db.ensure_statistics(conn)
     return built
 
 
@@ -296,6 +298,7 @@ def drop_unused(dsn, names):
                     if db.run(conn, select_used(name)).fetchone():
                         continue
                     _drop_concurrently(conn, name)
+            db.ensure_statistics(conn)
     except psycopg.Error:
         logger.warning("dropping unused catalog indexes %s failed (a later "
                        "pgc_sync_indexes drops them)", names, exc_info=True)

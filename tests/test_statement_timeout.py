@@ -7,8 +7,8 @@ run without the limit.  Slow reads are made with ``pg_sleep``: through the
 store, or in a search through a test-only condition added to the compiled
 query (``slow_searches``).
 """
-import contextlib
 import os
+import sys
 import threading
 import time
 import unittest
@@ -20,7 +20,6 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from Products.CMFCore.indexing import processQueue
 
-from plone.pgcatalog import compiler
 from plone.pgcatalog import config
 from plone.pgcatalog import db
 from plone.pgcatalog.errors import CatalogStatementError
@@ -30,28 +29,15 @@ from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
 
+sys.path.insert(0, os.path.dirname(__file__))
+from slow_helpers import slow_searches  # noqa: E402
+
+
 ENV = "PGCATALOG_STATEMENT_TIMEOUT_MS"
 
 
 def sleeping(seconds):
     return q("SELECT pg_sleep({})", float(seconds))
-
-
-@contextlib.contextmanager
-def slow_searches(seconds):
-    """Every search's condition also sleeps ``seconds`` (once per
-    statement: an uncorrelated sub-select)."""
-    original = compiler.conditions_for
-
-    def conditions_for(catalog, query, qc):
-        conditions = original(catalog, query, qc)
-        if conditions is not None:
-            conditions.append(q("(SELECT true FROM pg_sleep({}))",
-                                float(seconds)))
-        return conditions
-
-    with mock.patch.object(compiler, "conditions_for", conditions_for):
-        yield
 
 
 class TestSetting(unittest.TestCase):

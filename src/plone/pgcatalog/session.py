@@ -134,6 +134,8 @@ class CatalogSession:
         #: (the server's own applies).  Writes and the commit run without
         #: one (statement-timeout-ms, docs/admin.md).
         self.timeout_ms = config.get_statement_timeout_ms()
+        #: searches at least this long (ms) go to the slow-query log; 0: off
+        self.slow_ms = config.get_slow_query_ms()
 
     def on_commit(self, callback):
         """Call ``callback()`` once this transaction committed."""

@@ -39,7 +39,7 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   with writes fails with :class:`DatabaseUnavailable`, a ``TransientError``
   Zope retries.
 
-Why one module of some 590 lines: :class:`CatalogSession` is one
+Why one module of some 640 lines: :class:`CatalogSession` is one
 ``IDataManager``; its methods are the transaction protocol (statements,
 savepoints, vote, finish, abort) acting on the same few fields, and read
 best side by side.  Connections and error translation are ``db.py``'s; the
@@ -136,6 +136,19 @@ class CatalogSession:
         self.timeout_ms = config.get_statement_timeout_ms()
         #: searches at least this long (ms) go to the slow-query log; 0: off
         self.slow_ms = config.get_slow_query_ms()
+        #: the site's own settings these come from (use_settings), or None
+        self.site_settings = None
+
+    def use_settings(self, site):
+        """Take the site's own settings (a dict of ``config.OVERRIDABLE``
+        names: the catalog control panel's) for this transaction, unless
+        its PostgreSQL transaction has begun (the first catalog of a
+        transaction decides)."""
+        if site is self.site_settings or self.begun:
+            return
+        self.site_settings = site
+        self.timeout_ms = config.get_statement_timeout_ms(site)
+        self.slow_ms = config.get_slow_query_ms(site)
 
     def on_commit(self, callback):
         """Call ``callback()`` once this transaction committed."""

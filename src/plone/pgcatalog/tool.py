@@ -85,7 +85,12 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
 
     # -- PostgreSQL plumbing --------------------------------------------------
     def _pgc_session(self):
-        return current_session(jar=self._p_jar)
+        session = current_session(jar=self._p_jar)
+        # the site's settings (its control panel's), over the process's
+        settings = getattr(aq_base(self), "_pgc_settings", None)
+        if settings:
+            session.use_settings(settings)
+        return session
 
     def _pgc_store(self):
         """This catalog's store in the current transaction (store.py)."""

@@ -133,3 +133,17 @@ class TestControlPanel(unittest.TestCase):
         status, _, _ = self.save("750", "20", token=False)
         self.assertEqual(status, 403)
         self.assertEqual(self.settings(), {})
+
+    def test_upgrade_step_registers_the_configlet(self):
+        from plone.pgcatalog.setuphandlers import register_controlpanel
+        controlpanel = self.portal.portal_controlpanel
+        controlpanel.unregisterConfiglet("pgcatalog")
+        self.assertNotIn("pgcatalog",
+                         [a.getId() for a in controlpanel.listActions()])
+        register_controlpanel(self.portal.portal_setup)
+        self.assertIn("pgcatalog",
+                      [a.getId() for a in controlpanel.listActions()])
+        steps = self.portal.portal_setup.listUpgrades(
+            "plone.pgcatalog:default", show_old=True)
+        self.assertIn(("1000",), [tuple(s["source"]) for s in steps])
+        transaction.abort()

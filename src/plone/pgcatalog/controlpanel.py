@@ -1,14 +1,14 @@
-"""Site Setup's "PostgreSQL catalog" control panel (``@@pgcatalog-controlpanel``).
+"""Site Setup's "PostgreSQL catalog" control panel.
 
-The essentials: the catalog's status (entries, server, schema, result
-cache) and the settings that make sense per site, the slow-query threshold
-and the statement timeout of catalog reads.  They are kept on the site's
-catalog tool (``_pgc_settings``, a dict of ``config.OVERRIDABLE`` names,
-replaced as a whole on save) and win over zope.conf and the environment
-for that catalog (``config.get_*(site)`` reads both; the tool hands them to
-its transaction's session).  An empty field means "the process's
-setting".  Guarded by "Manage portal"; saving is a POST that checks
-plone.protect's authenticator.
+``@@pgcatalog-controlpanel`` shows the essentials: the catalog's status
+(entries, server, schema, result cache) and the settings that make sense
+per site, the slow-query threshold and the statement timeout of catalog
+reads.  They are kept on the site's catalog tool (``_pgc_settings``, a dict
+of ``config.OVERRIDABLE`` names, replaced as a whole on save) and win over
+zope.conf and the environment for that catalog (``config.get_*(site)``
+reads both; the tool hands them to its transaction's session).  An empty
+field means "the process's setting".  Guarded by "Manage portal"; saving is
+a POST that checks plone.protect's authenticator.
 """
 from Acquisition import aq_base
 from plone.autoform.form import AutoExtensibleForm

@@ -128,8 +128,9 @@ class TestAdminViews(unittest.TestCase):
         self.assertEqual(status, 403)
         self.assertEqual(len(self.catalog(Subject="Freshword")), 0)
         form["_authenticator"] = self.token()
-        status, _, _ = self.post("manage_reindexIndex", form)
+        status, location, _ = self.post("manage_reindexIndex", form)
         self.assertEqual(status, 302)
+        self.assertIn("/portal_catalog/manage_catalogIndexes?", location)
         self.assertEqual(len(self.catalog(Subject="Freshword")), 1)
 
     # -- Metadata -----------------------------------------------------------

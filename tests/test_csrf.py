@@ -73,7 +73,7 @@ INDEX_WRITES = [
 ]
 #: the ZMI actions published for POST with the authenticator
 ZMI_ACTIONS = ("manage_catalogClear", "manage_catalogRebuild",
-               "manage_reindexIndex")
+               "manage_reindexIndex", "manage_explainSlowQuery")
 
 TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
 

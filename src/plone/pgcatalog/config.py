@@ -165,3 +165,56 @@ def get_cache_mb():
     ``PGCATALOG_CACHE_MB``; default 64)."""
     value = _setting("cache-mb", "PGCATALOG_CACHE_MB")
     return float(value) if value else DEFAULT_CACHE_MB
+
+
+def _non_negative_int(name, value):
+    """``value`` of setting ``name`` as an integer >= 0."""
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ConfigurationError("%s must be a whole number of milliseconds "
+                                 ">= 0, not %r" % (name, value))
+    return number
+
+
+#: per-site values (the control panel's), keyed by setting name; they win
+#: over zope.conf and the environment for the site's catalog
+OVERRIDABLE = ("statement-timeout-ms", "slow-query-ms")
+
+
+def _ms_setting(name, env, default, site=None):
+    if site is not None and site.get(name) is not None:
+        return _non_negative_int(name, site[name])
+    value = _setting(name, env)
+    if value is None or value == "":
+        return default
+    return _non_negative_int(name, value)
+
+
+DEFAULT_STATEMENT_TIMEOUT_MS = 0
+
+
+def get_statement_timeout_ms(site=None):
+    """How long (ms) a catalog read (a search, a lookup) may run before
+    PostgreSQL cancels it and the caller gets CatalogStatementTimeout
+    (``statement-timeout-ms`` / ``PGCATALOG_STATEMENT_TIMEOUT_MS``; default
+    0: none set, the server's own ``statement_timeout`` applies).  Writes,
+    the commit and index builds are never limited by it.  ``site``: the
+    site's own settings (the control panel's), which win."""
+    return _ms_setting("statement-timeout-ms",
+                       "PGCATALOG_STATEMENT_TIMEOUT_MS",
+                       DEFAULT_STATEMENT_TIMEOUT_MS, site)
+
+
+DEFAULT_SLOW_QUERY_MS = 1000
+
+
+def get_slow_query_ms(site=None):
+    """A search taking at least this long (ms) is logged on
+    ``plone.pgcatalog.slow`` and kept in the ZMI's Slow queries tab
+    (``slow-query-ms`` / ``PGCATALOG_SLOW_QUERY_MS``; default 1000; 0: off).
+    ``site``: the site's own settings (the control panel's), which win."""
+    return _ms_setting("slow-query-ms", "PGCATALOG_SLOW_QUERY_MS",
+                       DEFAULT_SLOW_QUERY_MS, site)

@@ -15,6 +15,7 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogConflictError
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.errors import CatalogStatementError
+from plone.pgcatalog.errors import CatalogStatementTimeout
 from plone.pgcatalog.errors import DatabaseUnavailable
 
 
@@ -43,7 +44,14 @@ def connection_lost(exc):
     return state is None or state.startswith("08") or state in _GONE_STATES
 
 
-def translate_error(exc, query=None):
+def timed_out(exc):
+    """The statement was cancelled by ``statement_timeout`` (not by an
+    administrator's pg_cancel_backend, which is QueryCanceled too)."""
+    return isinstance(exc, pg_errors.QueryCanceled) and \
+        "statement timeout" in (exc.diag.message_primary or "")
+
+
+def translate_error(exc, query=None, timeout_ms=None):
     """The exception callers see for a driver error ``exc`` (never the
     driver's own, and never SQL text in its message):
 
@@ -51,6 +59,8 @@ def translate_error(exc, query=None):
       :class:`CatalogConflictError`, which Zope retries;
     * a connection or server that went away: :class:`DatabaseUnavailable`,
       which Zope retries too;
+    * a read cancelled by the statement timeout (``timeout_ms``):
+      :class:`CatalogStatementTimeout`, saying the limit and its setting;
     * anything else (a value PostgreSQL cannot take, a limit): logged with
       the statement, then :class:`CatalogStatementError`."""
     if isinstance(exc, (pg_errors.SerializationFailure,
@@ -75,12 +85,27 @@ def translate_error(exc, query=None):
         return DatabaseUnavailable(
             "PostgreSQL went away during a catalog call (%s)"
             % type(exc).__name__)
+    if timed_out(exc):
+        logger.warning("catalog statement cancelled after %s ms "
+                       "(statement-timeout-ms)\nstatement: %s",
+                       timeout_ms or "?", _one_line(query))
+        limit = ("%d ms" % timeout_ms if timeout_ms
+                 else "the server's statement_timeout")
+        return CatalogStatementTimeout(
+            "A catalog read took longer than %s and was cancelled (the "
+            "statement timeout).  Narrow the search, or raise "
+            "statement-timeout-ms in <product-config plone.pgcatalog> "
+            "(environment: PGCATALOG_STATEMENT_TIMEOUT_MS; 0 = no limit) or "
+            "in the site's catalog control panel." % limit)
     logger.error("catalog statement failed: %s: %s\nstatement: %s",
-                 type(exc).__name__, exc,
-                 " ".join(str(query).split()) if query is not None else "?")
+                 type(exc).__name__, exc, _one_line(query))
     return CatalogStatementError(
         "plone.pgcatalog could not run a catalog statement (%s); the "
         "details are in the server log" % type(exc).__name__)
+
+
+def _one_line(query):
+    return " ".join(str(query).split()) if query is not None else "?"
 
 
 #: catalogs whose cid this process knows, forgotten when their row vanished

@@ -34,6 +34,15 @@ class CatalogStatementError(PGCatalogError, ValueError):
     failed statement is rolled back alone."""
 
 
+class CatalogStatementTimeout(CatalogStatementError):
+    """A catalog read ran longer than ``statement-timeout-ms`` and PostgreSQL
+    cancelled it.
+
+    The message says the limit and where to change it; the statement is in
+    the server log.  The transaction goes on (the cancelled statement is
+    rolled back alone; this transaction's catalog writes are kept)."""
+
+
 class CatalogMissing(PGCatalogError):
     """The catalog's rows are gone from PostgreSQL (its ``pgcatalog_catalogs``
     row was deleted, or the database was replaced by one without it).

@@ -4,10 +4,16 @@ The tool hands over a merged query (CMFPlone's security additions made);
 this module asks the result cache (``cache.py``), and applies ZCatalog's
 batch contract around the compiled plan:
 batch arguments PostgreSQL's LIMIT / OFFSET cannot take (negative, huge, of
-the wrong type) get the whole answer and ZCatalog's own treatment.
+the wrong type) get the whole answer and ZCatalog's own treatment.  Each
+search that reaches PostgreSQL is timed here (:func:`answer_of`) for the
+slow-query log (``slowlog.py``).
 """
+import time
+
+from plone.pgcatalog import slowlog
 from plone.pgcatalog.cache import key_for
 from plone.pgcatalog.compiler import compile_search
+from plone.pgcatalog.errors import CatalogStatementTimeout
 from plone.pgcatalog.query import BatchWindow
 from plone.pgcatalog.query import batch_window
 from plone.pgcatalog.query import make_query
@@ -34,8 +40,7 @@ def search(tool, store, query):
         if answer is not None:
             return results_for(tool, answer)
         store.expect_fill()
-    answer = compile_search(tool._catalog, query, store, window).answer(
-        store)
+    answer = answer_of(tool, store, query, window)
     if key is not None:
         if store.snapshot_complete(key[2]):
             answer.generation = key[2]
@@ -45,9 +50,23 @@ def search(tool, store, query):
     return results_for(tool, answer)
 
 
+def answer_of(tool, store, query, window):
+    """The compiled plan's answer, timed (compiling included) for the
+    slow-query log."""
+    started = time.perf_counter()
+    plan = None
+    try:
+        plan = compile_search(tool._catalog, query, store, window)
+        answer = plan.answer(store)
+    except CatalogStatementTimeout:
+        slowlog.timed(store, query, plan, started, error="timeout")
+        raise
+    slowlog.timed(store, query, plan, started, answer)
+    return answer
+
+
 def run(tool, store, query, window):
-    plan = compile_search(tool._catalog, query, store, window)
-    return plan.run(tool, store)
+    return results_for(tool, answer_of(tool, store, query, window))
 
 
 def _outside_sql_window(tool, store, query, window):

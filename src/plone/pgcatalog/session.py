@@ -39,7 +39,7 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   with writes fails with :class:`DatabaseUnavailable`, a ``TransientError``
   Zope retries.
 
-Why one module of some 590 lines: :class:`CatalogSession` is one
+Why one module of some 640 lines: :class:`CatalogSession` is one
 ``IDataManager``; its methods are the transaction protocol (statements,
 savepoints, vote, finish, abort) acting on the same few fields, and read
 best side by side.  Connections and error translation are ``db.py``'s; the
@@ -64,6 +64,8 @@ from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import q
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -78,6 +80,13 @@ FINISH_ATTEMPTS = 6
 FINISH_PAUSE = 0.05
 
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+
+
+def _timeout_sql(ms):
+    """``SET LOCAL statement_timeout``: until the end of the PostgreSQL
+    transaction, or of the savepoint it was set in if that is rolled
+    back."""
+    return q("SET LOCAL statement_timeout = {}", literal(int(ms))).ddl
 
 
 @implementer(IDataManager)
@@ -121,6 +130,25 @@ class CatalogSession:
         #: name -> (cid, index id) that used it
         self.drops = {}
         self.commit_hooks = []
+        #: statement timeout (ms) of this transaction's reads; 0: none set
+        #: (the server's own applies).  Writes and the commit run without
+        #: one (statement-timeout-ms, docs/admin.md).
+        self.timeout_ms = config.get_statement_timeout_ms()
+        #: searches at least this long (ms) go to the slow-query log; 0: off
+        self.slow_ms = config.get_slow_query_ms()
+        #: the site's own settings these come from (use_settings), or None
+        self.site_settings = None
+
+    def use_settings(self, site):
+        """Take the site's own settings (a dict of ``config.OVERRIDABLE``
+        names: the catalog control panel's) for this transaction, unless
+        its PostgreSQL transaction has begun (the first catalog of a
+        transaction decides)."""
+        if site is self.site_settings or self.begun:
+            return
+        self.site_settings = site
+        self.timeout_ms = config.get_statement_timeout_ms(site)
+        self.slow_ms = config.get_slow_query_ms(site)
 
     def on_commit(self, callback):
         """Call ``callback()`` once this transaction committed."""
@@ -168,6 +196,18 @@ class CatalogSession:
         if self.snapshot_id:
             conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
                 sql.Literal(self.snapshot_id)), prepare=False)
+        if self.timeout_ms:
+            conn.execute(_timeout_sql(self.timeout_ms), prepare=False)
+
+    def _unlimited(self, conn):
+        """Lift the reads' statement timeout for the writes queued next (the
+        caller queues :meth:`_limited` after them)."""
+        if self.timeout_ms:
+            conn.execute(_timeout_sql(0), prepare=False)
+
+    def _limited(self, conn):
+        if self.timeout_ms:
+            conn.execute(_timeout_sql(self.timeout_ms), prepare=False)
 
     # -- statements ---------------------------------------------------------
     def execute(self, query, params=(), prepare=None, binary=False):
@@ -237,8 +277,12 @@ class CatalogSession:
             guarded = self.wrote and not fresh
             if guarded:
                 conn.execute("SAVEPOINT pgc_stmt", prepare=False)
+            if write:
+                self._unlimited(conn)
             cursor = conn.execute(query, params, prepare=prepare,
                                   binary=binary)
+            if write:
+                self._limited(conn)
             if guarded:
                 conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
             elif riders:
@@ -251,7 +295,8 @@ class CatalogSession:
 
         def failed(conn, exc, fresh):
             self._contain(conn, exc, self.wrote and not fresh)
-            raise dberrors.translate_error(exc, query) from None
+            raise dberrors.translate_error(exc, query,
+                                           self.timeout_ms) from None
 
         cursor = self._send(queue, failed)
         for rider, callback in riding:
@@ -326,7 +371,9 @@ class CatalogSession:
 
         def queue(conn, fresh):
             conn.execute("SAVEPOINT pgc_flush", prepare=False)
+            self._unlimited(conn)
             self.writer.apply(conn, ops)
+            self._limited(conn)
             conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
 
         def failed(conn, exc, fresh):
@@ -393,6 +440,8 @@ class CatalogSession:
             gid = "%s%s" % (db.GID_PREFIX, uuid.uuid4().hex)
         try:
             with conn.pipeline():
+                # the commit is never cut short by the reads' limit
+                self._unlimited(conn)
                 for cid in sorted(self.dirty | set(self.counter_flushed)):
                     # insert-only: concurrent writers never conflict here
                     db.run(conn, db.log_commit(

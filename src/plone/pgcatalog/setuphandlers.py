@@ -146,3 +146,9 @@ def post_install(setup_tool):
 def post_uninstall(setup_tool):
     """GenericSetup post_handler of the uninstall profile."""
     uninstall(_portal(setup_tool))
+
+
+def register_controlpanel(setup_tool):
+    """Upgrade 1000 -> 1001: the control panel's configlet."""
+    setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default",
+                                        "controlpanel", run_dependencies=False)

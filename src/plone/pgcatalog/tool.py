@@ -39,6 +39,8 @@ from plone.pgcatalog import logger
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.session import current_session
 from plone.pgcatalog.store import store_for
+from plone.pgcatalog.toolapi.admin import ADMIN_TABS
+from plone.pgcatalog.toolapi.admin import AdminAPI
 from plone.pgcatalog.toolapi.indexes import IndexesAPI
 from plone.pgcatalog.toolapi.indexing import IndexingAPI
 from plone.pgcatalog.toolapi.maintenance import MaintenanceAPI
@@ -48,7 +50,7 @@ from plone.pgcatalog.toolapi.searching import SearchAPI
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
 class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
-                    MaintenanceAPI, UniqueObject, Folder):
+                    MaintenanceAPI, AdminAPI, UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"
@@ -72,7 +74,8 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
-    ) + tuple(o for o in Folder.manage_options[1:] if o["label"] != "View")
+    ) + ADMIN_TABS + tuple(o for o in Folder.manage_options[1:]
+                           if o["label"] != "View")
 
     def __init__(self, id=None):
         self.id = id or "portal_catalog"
@@ -82,7 +85,12 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
 
     # -- PostgreSQL plumbing --------------------------------------------------
     def _pgc_session(self):
-        return current_session(jar=self._p_jar)
+        session = current_session(jar=self._p_jar)
+        # the site's settings (its control panel's), over the process's
+        settings = getattr(aq_base(self), "_pgc_settings", None)
+        if settings:
+            session.use_settings(settings)
+        return session
 
     def _pgc_store(self):
         """This catalog's store in the current transaction (store.py)."""

@@ -95,7 +95,9 @@ class MaintenanceAPI:
             raise BadRequest("No items specified")
         self.reindexIndex(ids, REQUEST)
         if REQUEST and RESPONSE:
-            RESPONSE.redirect(URL1 + "/manage_main")
+            # the Indexes tab, as stock
+            RESPONSE.redirect(URL1 + "/manage_catalogIndexes?"
+                              "manage_tabs_message=Reindexing%20Performed")
 
     @zpublish(False)
     @security.private

@@ -1,0 +1,181 @@
+"""The statement timeout of catalog reads (``statement-timeout-ms``).
+
+A read that runs longer ends with CatalogStatementTimeout (no psycopg
+error), the Zope transaction goes on (a later query works, this
+transaction's catalog writes are kept and commit); writes and the commit
+run without the limit.  Slow reads are made with ``pg_sleep``: through the
+store, or in a search through a test-only condition added to the compiled
+query (``slow_searches``).
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+from unittest import mock
+
+import psycopg
+import transaction
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from Products.CMFCore.indexing import processQueue
+
+from plone.pgcatalog import config
+from plone.pgcatalog import db
+from plone.pgcatalog.errors import CatalogStatementError
+from plone.pgcatalog.errors import CatalogStatementTimeout
+from plone.pgcatalog.errors import ConfigurationError
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slow_helpers import slow_searches  # noqa: E402
+
+
+ENV = "PGCATALOG_STATEMENT_TIMEOUT_MS"
+
+
+def sleeping(seconds):
+    return q("SELECT pg_sleep({})", float(seconds))
+
+
+class TestSetting(unittest.TestCase):
+
+    def test_default_is_none(self):
+        with mock.patch.dict(os.environ):
+            os.environ.pop(ENV, None)
+            self.assertEqual(config.get_statement_timeout_ms(), 0)
+
+    def test_values(self):
+        for raw, value in (("250", 250), (" 0 ", 0), ("", 0)):
+            with mock.patch.dict(os.environ, {ENV: raw}):
+                self.assertEqual(config.get_statement_timeout_ms(), value)
+        for raw in ("-1", "1.5", "ten", "5s"):
+            with mock.patch.dict(os.environ, {ENV: raw}):
+                with self.assertRaises(ConfigurationError) as raised:
+                    config.get_statement_timeout_ms()
+                self.assertIn("statement-timeout-ms", str(raised.exception))
+
+    def test_site_value_wins(self):
+        with mock.patch.dict(os.environ, {ENV: "250"}):
+            self.assertEqual(config.get_statement_timeout_ms(
+                {"statement-timeout-ms": 40}), 40)
+            self.assertEqual(config.get_statement_timeout_ms(
+                {"statement-timeout-ms": None}), 250)
+
+
+class TestStatementTimeout(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        for n in range(3):
+            self.portal.invokeFactory("Document", "t%d" % n,
+                                      title="Doc %d" % n)
+        processQueue()
+        transaction.commit()
+        patcher = mock.patch.dict(os.environ, {ENV: "200"})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        transaction.abort()  # the next session reads the setting
+
+    def tearDown(self):
+        transaction.abort()
+
+    def store(self):
+        return self.catalog._pgc_store()
+
+    def documents(self):
+        return sorted(b.getId for b in self.catalog.unrestrictedSearchResults(
+            portal_type="Document"))
+
+    def test_slow_read_raises_a_clear_error(self):
+        with self.assertRaises(CatalogStatementTimeout) as raised:
+            self.store().execute(sleeping(2))
+        message = str(raised.exception)
+        self.assertIn("200 ms", message)
+        self.assertIn("statement-timeout-ms", message)
+        self.assertIn("PGCATALOG_STATEMENT_TIMEOUT_MS", message)
+        self.assertIsInstance(raised.exception, CatalogStatementError)
+        self.assertNotIsInstance(raised.exception, psycopg.Error)
+        self.assertIsNone(raised.exception.__cause__)
+        # the transaction goes on
+        self.assertEqual(self.documents(), ["t0", "t1", "t2"])
+        transaction.commit()
+
+    def test_slow_search_raises_and_the_next_search_works(self):
+        with slow_searches(2):
+            with self.assertRaises(CatalogStatementTimeout):
+                len(self.catalog.unrestrictedSearchResults(
+                    portal_type="Document"))
+        self.assertEqual(self.documents(), ["t0", "t1", "t2"])
+        # a search shorter than the limit is answered
+        with slow_searches(0.01):
+            self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+                portal_type="Document", sort_on="id")), 3)
+
+    def test_pending_writes_are_kept(self):
+        self.portal.invokeFactory("Document", "fresh", title="Fresh")
+        processQueue()  # buffered, not sent yet
+        self.assertTrue(self.store().session.pending)
+        with slow_searches(2):
+            with self.assertRaises(CatalogStatementTimeout):
+                len(self.catalog.unrestrictedSearchResults(
+                    portal_type="Document"))
+        # the writes were sent before the read; the read alone was undone
+        self.assertEqual(self.documents(), ["fresh", "t0", "t1", "t2"])
+        self.portal.invokeFactory("Document", "fresher", title="Fresher")
+        processQueue()
+        with self.assertRaises(CatalogStatementTimeout):
+            self.store().execute(sleeping(2))
+        transaction.commit()
+        self.assertEqual(self.documents(),
+                         ["fresh", "fresher", "t0", "t1", "t2"])
+
+    def test_writes_and_commit_are_not_limited(self):
+        session = self.store().session
+        self.assertEqual(session.timeout_ms, 200)
+        self.portal.invokeFactory("Document", "fresh", title="Fresh")
+        processQueue()
+        # a statement the session runs as a write is not cut short ...
+        session.execute_write(None, sleeping(0.4))
+        # ... and reads after it are limited again
+        with self.assertRaises(CatalogStatementTimeout):
+            self.store().execute(sleeping(2))
+        transaction.commit()
+        self.assertIn("fresh", self.documents())
+
+    def test_limit_is_set_on_the_transaction(self):
+        self.assertEqual(self.store().value(q(
+            "SELECT current_setting('statement_timeout')")), "200ms")
+        transaction.abort()
+        with mock.patch.dict(os.environ, {ENV: "0"}):
+            # none set: the server's own (the test server's is 0)
+            self.assertEqual(self.store().value(q(
+                "SELECT current_setting('statement_timeout')")), "0")
+            self.store().execute(sleeping(0.3))
+
+    def test_cancelled_by_an_administrator_is_not_a_timeout(self):
+        transaction.abort()
+        with mock.patch.dict(os.environ, {ENV: "0"}):
+            store = self.store()
+            pid = store.value(q("SELECT pg_backend_pid()"))
+
+            def cancel():
+                time.sleep(0.3)
+                with db.get_pool().connection() as conn:
+                    conn.execute("SELECT pg_cancel_backend(%s)", [pid])
+
+            thread = threading.Thread(target=cancel)
+            thread.start()
+            try:
+                with self.assertRaises(CatalogStatementError) as raised:
+                    store.execute(sleeping(5))
+            finally:
+                thread.join()
+            self.assertNotIsInstance(raised.exception,
+                                     CatalogStatementTimeout)
+            self.assertEqual(self.documents(), ["t0", "t1", "t2"])

@@ -267,10 +267,14 @@ class _Scorer:
     def build(self, node):
         score = self.score(node)
         if not self.globs:
-            # term frequencies and length stored beside the tsvector
+            # term frequencies and length stored beside the tsvector: a
+            # word's count when above 1, else 1 if the row holds the word
+            # (``tf`` NULL: a row written before term frequencies were kept)
             cols = [q("t.dl::float8 AS dl")] + [
-                q("(t.tf ->> {})::float8 AS {}", literal(lex),
-                  ident(_column("f", col)))
+                q("(CASE WHEN t.tf IS NULL THEN NULL ELSE coalesce((t.tf "
+                  "->> {})::float8, CASE WHEN t.tsv @@ {}::tsquery THEN 1 "
+                  "ELSE 0 END) END)::float8 AS {}", literal(lex),
+                  literal(quote_lexeme(lex)), ident(_column("f", col)))
                 for lex, col in self.words.items()]
             return q("(SELECT {} FROM {} t CROSS JOIN LATERAL (SELECT {}) s "
                      "WHERE t.rid = e.rid AND t.name = {})",

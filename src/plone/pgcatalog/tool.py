@@ -98,9 +98,15 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         """This transaction writes the catalog: its generation goes up
         (before the commit starts: cached answers of the old generation are
         never used by transactions that see this one; see cache.py)."""
+        base = aq_base(self)
+        if base._p_jar is not None and base._p_oid is not None:
+            # the commit fails (ConflictError, retried) if the tool changed
+            # meanwhile: an online build registered, switched or cancelled
+            # (rebuild.py); checked when the ZODB connection commits changes
+            base._p_jar.readCurrent(base)
         # getattr, not __dict__: a ghost's __dict__ is empty until loaded,
         # and a new counter would rewrite the tool
-        counter = getattr(aq_base(self), "_pgc_generation", None)
+        counter = getattr(base, "_pgc_generation", None)
         if counter is None:
             # starts at the catalog's change stamp: both count writing
             # commits from then on (cache.py)

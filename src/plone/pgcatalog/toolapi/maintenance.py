@@ -60,7 +60,12 @@ class MaintenanceAPI:
         if clear:
             self.manage_catalogClear()
         root = self.getPhysicalRoot()
-        for path in paths:
+        if pghandler:
+            pghandler.init("Refreshing catalog: %s" % self.absolute_url(1),
+                           len(paths))
+        for i, path in enumerate(paths):
+            if pghandler:
+                pghandler.report(i)
             obj = root.unrestrictedTraverse(path, None)
             if obj is None:
                 logger.error("refreshCatalog: could not resolve %s", path)
@@ -68,6 +73,8 @@ class MaintenanceAPI:
                     self.uncatalog_object(path)
                 continue
             self.catalog_object(obj, path, pghandler=pghandler)
+        if pghandler:
+            pghandler.finish()
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
@@ -79,11 +86,18 @@ class MaintenanceAPI:
         for index_id in names:
             self._pgc_create_ddl(self._catalog.getIndex(index_id))
         root = self.getPhysicalRoot()
-        for _, path in self._pgc_store().all_paths():
+        paths = self._pgc_store().all_paths()
+        if pghandler:
+            pghandler.init("reindexing %s" % names, len(paths))
+        for i, (_, path) in enumerate(paths, 1):
+            if pghandler:
+                pghandler.report(i)
             obj = root.unrestrictedTraverse(path, None)
             if obj is None:
                 continue
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
+        if pghandler:
+            pghandler.finish()
 
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)

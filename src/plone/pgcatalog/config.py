@@ -165,3 +165,19 @@ def get_cache_mb():
     ``PGCATALOG_CACHE_MB``; default 64)."""
     value = _setting("cache-mb", "PGCATALOG_CACHE_MB")
     return float(value) if value else DEFAULT_CACHE_MB
+
+
+INSTALL_INDEX = ("now", "later")
+
+
+def get_install_index():
+    """Whether installing the profile indexes the site's content in its
+    transaction (``now``, the default) or leaves it to an online build
+    (``later``: ``pgcatalog-rebuild``, docs/rebuild.md) —
+    ``install-index`` / ``PGCATALOG_INSTALL_INDEX``."""
+    value = (_setting("install-index", "PGCATALOG_INSTALL_INDEX")
+             or "now").lower()
+    if value not in INSTALL_INDEX:
+        raise ConfigurationError("install-index must be now or later, not %r"
+                                 % value)
+    return value

@@ -36,6 +36,7 @@ from ZPublisher import zpublish
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import logger
+from plone.pgcatalog import rebuild
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.session import current_session
 from plone.pgcatalog.store import store_for
@@ -162,6 +163,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
                 "key": self._pgc_key, "counter": counter,
                 "generation": result_cache.generation(self),
                 "cache": result_cache.stats(),
+                "build": rebuild.OnlineRebuild(self).status(),
                 "indexes": indexes}
 
 

@@ -1,4 +1,5 @@
-"""Rebuilding and clearing: ZMI actions and their Python API."""
+"""Rebuilding and clearing: ZMI actions and their Python API (the online
+variants are rebuild.py's)."""
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
@@ -12,6 +13,8 @@ from zExceptions import BadRequest
 from ZPublisher import zpublish
 
 from plone.pgcatalog import logger
+from plone.pgcatalog.rebuild import BuildError
+from plone.pgcatalog.rebuild import OnlineRebuild
 
 
 class MaintenanceAPI:
@@ -44,8 +47,16 @@ class MaintenanceAPI:
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
     @protect(CheckAuthenticator, PostOnly)
-    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None):
-        """Clear and rebuild the catalog."""
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None,
+                              online=None):
+        """Clear and rebuild the catalog (in this transaction); ``online``:
+        ``rebuild`` / ``resume`` / ``cancel`` an online build instead
+        (rebuild.py: batches committed one by one, during this request)."""
+        if online:
+            online_action(self, online)
+            if RESPONSE is not None:
+                RESPONSE.redirect(URL1 + "/manage_catalogStatus")
+            return
         self.clearFindAndRebuild()
         if RESPONSE is not None:
             RESPONSE.redirect(URL1 + "/manage_main")
@@ -137,6 +148,24 @@ class MaintenanceAPI:
 
 
 
+
+
+def online_action(tool, action):
+    """The status page's online build buttons."""
+    build = OnlineRebuild(tool)
+    try:
+        if action == "rebuild":
+            build.start("rebuild")
+        elif action == "cancel":
+            build.cancel()
+            build.drop(wait=False)
+            return
+        elif action != "resume":
+            raise BadRequest("online must be rebuild, resume or cancel")
+        build.run()
+        build.drop(wait=False)
+    except BuildError as exc:
+        raise BadRequest(str(exc))
 
 
 InitializeClass(MaintenanceAPI)

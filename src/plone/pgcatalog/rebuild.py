@@ -323,20 +323,26 @@ class OnlineRebuild:
             obj = aq_parent(aq_inner(obj))
 
     # -- the end ---------------------------------------------------------------
-    def _sync_indexes(self):
-        """The build's PostgreSQL indexes registered and built (another
-        process may have started the build)."""
+    def _sync_indexes(self, wait=0):
+        """The build's PostgreSQL indexes registered, missing or invalid
+        ones built after the commit (another process may have started the
+        build), waiting for them at most ``wait`` seconds: ``CREATE INDEX
+        CONCURRENTLY`` waits for older snapshots, and RelStorage's load
+        connections (this process's too) hold theirs between transactions.
+        Until built, queries are answered without them (ddl.py)."""
         transaction.begin()
         state = self.state()
         store = store_for(self.tool._pgc_session(), state.key, True)
         ddl.sync(store.session, store.cid, self.tool.index_objects())
         transaction.commit()
-        ddl.wait_for_builds()
+        if wait and not ddl.wait_for_builds(wait):
+            logger.info("%s: the new catalog's PostgreSQL indexes are still "
+                        "being built (in the background)", self.ident)
 
     def _finish(self):
         state = self.state()
         if state.key is not None:
-            self._sync_indexes()
+            self._sync_indexes(wait=ddl.BUILD_WAIT)
         transaction.begin()
         tool = self.tool
         state = self.state()

@@ -37,6 +37,7 @@ from zope.component.hooks import setSite
 from zope.globalrequest import getRequest
 from zope.globalrequest import setRequest
 
+from plone.pgcatalog import ddl
 from plone.pgcatalog.rebuild import BuildError
 from plone.pgcatalog.rebuild import DEFAULT_BATCH
 from plone.pgcatalog.rebuild import DEFAULT_GRACE
@@ -158,6 +159,13 @@ def main(argv=None):
     finally:
         transaction.abort()
         app._p_jar.close()
+        # PostgreSQL indexes of a new catalog still being built in this
+        # process's background (they wait for older snapshots, RelStorage's
+        # load connections among them: the database is closed first)
+        Zope2.DB.close()
+        if not ddl.wait_for_builds(ddl.BUILD_WAIT * 10):
+            logger.warning("catalog indexes are still being built; run "
+                           "portal_catalog.pgc_sync_indexes() later")
 
 
 if __name__ == "__main__":  # pragma: no cover

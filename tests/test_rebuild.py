@@ -14,6 +14,7 @@ from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
 from plone.pgcatalog import db
+from plone.pgcatalog import rebuild as rebuild_module
 from plone.pgcatalog.buildstate import DONE
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.rebuild import BuildError
@@ -286,6 +287,97 @@ class TestOnlineRebuild(OnlineCase):
                         {k: v for k, v in a.items() if b.get(k) != v},
                         {k: v for k, v in b.items() if a.get(k) != v},
                         (path, part))
+
+    def test_a_writer_older_than_the_build_conflicts_then_mirrors(self):
+        zodb = self.layer["zodbDB"]
+        began, registered = threading.Event(), threading.Event()
+        outcome = []
+
+        def write():
+            conn = zodb.open()
+            try:
+                for attempt in range(2):
+                    transaction.begin()
+                    app = makerequest(conn.root()["Application"])
+                    setRequest(app.REQUEST)
+                    portal = app.plone
+                    setSite(portal)
+                    doc = portal.f1.d2
+                    doc.title = "Written while the build registered"
+                    if attempt == 0:
+                        began.set()
+                        registered.wait(60)
+                    portal.portal_catalog.catalog_object(doc)
+                    try:
+                        transaction.commit()
+                        outcome.append("committed")
+                        return
+                    except ConflictError:
+                        transaction.abort()
+                        outcome.append("conflict")
+            finally:
+                transaction.abort()
+                setSite(None)
+                setRequest(None)
+                conn.close()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        began.wait(60)
+        try:
+            state = OnlineRebuild(self.catalog, grace=0).start("rebuild")
+        finally:
+            registered.set()
+            thread.join()
+        # its snapshot had no build: its commit was refused, and retried
+        # it wrote the build too
+        self.assertEqual(outcome, ["conflict", "committed"])
+        self.assertEqual(rows(state.key)["/plone/f1/d2"][1]["Title"],
+                         "Written while the build registered")
+
+    def test_a_batch_that_read_a_changed_object_runs_again(self):
+        zodb = self.layer["zodbDB"]
+        original = rebuild_module.index_into
+        edited = []
+
+        def edit():
+            conn = zodb.open()
+            try:
+                app = makerequest(conn.root()["Application"])
+                setRequest(app.REQUEST)
+                portal = app.plone
+                setSite(portal)
+                doc = portal.f0.d3
+                doc.title = "Edited while its batch ran"
+                portal.portal_catalog.catalog_object(doc)
+                transaction.commit()
+            finally:
+                transaction.abort()
+                setSite(None)
+                setRequest(None)
+                conn.close()
+
+        def index_into(tool, store, obj):
+            if obj.getId() == "d3" and not edited:
+                # another transaction changes the object and commits
+                # (mirrored into the build) before this batch commits
+                edited.append(True)
+                thread = threading.Thread(target=edit)
+                thread.start()
+                thread.join()
+            return original(tool, store, obj)
+
+        build = OnlineRebuild(self.catalog, batch_size=50, grace=0)
+        state = build.start("rebuild")
+        rebuild_module.index_into = index_into
+        try:
+            self.assertTrue(build.run())
+        finally:
+            rebuild_module.index_into = original
+        self.assertEqual(edited, [True])
+        self.assertEqual(state.batches, 1)
+        self.assertEqual(rows(state.key)["/plone/f0/d3"][1]["Title"],
+                         "Edited while its batch ran")
 
     def test_cancel(self):
         old_key = self.catalog._pgc_key

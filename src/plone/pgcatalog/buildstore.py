@@ -8,6 +8,8 @@ cancelled build) on a connection of its own, so no transaction holds
 """
 import logging
 
+import psycopg
+
 from plone.pgcatalog import db
 from plone.pgcatalog import ddl
 from plone.pgcatalog import schema
@@ -37,6 +39,31 @@ def paths_after(store, after, limit):
     return [row[0] for row in store.rows(q(
         "SELECT path FROM {} WHERE cid = {} AND {} ORDER BY path LIMIT {}",
         ENTRIES, store.cid, condition, literal(int(limit))))]
+
+
+#: how long dropping a catalog's PostgreSQL index may wait for the
+#: transactions using the table (the pool's connections wait 200 ms)
+DROP_LOCK_TIMEOUT = "60s"
+
+
+def _drop_indexes(dsn, names):
+    """Drop those of the PostgreSQL indexes ``names`` no catalog uses,
+    without blocking readers (``DROP INDEX CONCURRENTLY``), on a connection
+    of its own that waits for the transactions using the table.  Best
+    effort: what stays is dropped by a later ``pgc_sync_indexes``."""
+    try:
+        with psycopg.connect(dsn, autocommit=True,
+                             application_name=db.APPLICATION_NAME) as conn:
+            db.run(conn, q("SELECT set_config('lock_timeout', {}, false)",
+                           DROP_LOCK_TIMEOUT))
+            for name in names:
+                with ddl._name_lock(conn, name):
+                    if db.run(conn, ddl.select_used(name)).fetchone():
+                        continue
+                    ddl._drop_concurrently(conn, name)
+    except psycopg.Error:
+        logger.warning("dropping the PostgreSQL indexes %s failed (a later "
+                       "pgc_sync_indexes drops them)", names, exc_info=True)
 
 
 def paths_not_in(build, live):
@@ -81,6 +108,6 @@ def drop_catalog(dsn, key, batch=DROP_BATCH):
             db.run(conn, q("DELETE FROM {} WHERE cid = {}", CATALOGS, cid))
     store_module._cids.pop((dsn, key), None)
     if names:
-        ddl.drop_unused(dsn, sorted(set(names)))
+        _drop_indexes(dsn, sorted(set(names)))
     logger.info("dropped catalog %s (%d entries)", key, deleted)
     return deleted

@@ -335,9 +335,17 @@ class OnlineRebuild:
         store = store_for(self.tool._pgc_session(), state.key, True)
         ddl.sync(store.session, store.cid, self.tool.index_objects())
         transaction.commit()
-        if wait and not ddl.wait_for_builds(wait):
-            logger.info("%s: the new catalog's PostgreSQL indexes are still "
-                        "being built (in the background)", self.ident)
+        deadline = time.monotonic() + wait
+        while not ddl.wait_for_builds(0.5):
+            if time.monotonic() > deadline:
+                logger.info("%s: the new catalog's PostgreSQL indexes are "
+                            "still being built (in the background)",
+                            self.ident)
+                return
+            # a new ZODB transaction: RelStorage's load connection leaves
+            # its old snapshot, which the concurrent build waits for
+            transaction.begin()
+            transaction.abort()
 
     def _finish(self):
         state = self.state()

@@ -14,7 +14,7 @@ from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
 from plone.pgcatalog import db
-from plone.pgcatalog import rebuild as rebuild_module
+from plone.pgcatalog import mirror as mirror_module
 from plone.pgcatalog.buildstate import DONE
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.rebuild import BuildError
@@ -337,7 +337,7 @@ class TestOnlineRebuild(OnlineCase):
 
     def test_a_batch_that_read_a_changed_object_runs_again(self):
         zodb = self.layer["zodbDB"]
-        original = rebuild_module.index_into
+        original = mirror_module.index_into
         edited = []
 
         def edit():
@@ -369,11 +369,11 @@ class TestOnlineRebuild(OnlineCase):
 
         build = OnlineRebuild(self.catalog, batch_size=50, grace=0)
         state = build.start("rebuild")
-        rebuild_module.index_into = index_into
+        mirror_module.index_into = index_into
         try:
             self.assertTrue(build.run())
         finally:
-            rebuild_module.index_into = original
+            mirror_module.index_into = original
         self.assertEqual(edited, [True])
         self.assertEqual(state.batches, 1)
         self.assertEqual(rows(state.key)["/plone/f0/d3"][1]["Title"],

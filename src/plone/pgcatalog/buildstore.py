@@ -66,13 +66,16 @@ def _drop_indexes(dsn, names):
                        "pgc_sync_indexes drops them)", names, exc_info=True)
 
 
-def paths_not_in(build, live):
-    """Paths of ``build``'s catalog that ``live``'s catalog lacks (both
+def paths_not_in(build, live, after, limit):
+    """Up to ``limit`` paths after ``after`` (None: from the first) of
+    ``build``'s catalog that ``live``'s catalog lacks, in path order (both
     stores of one transaction)."""
+    condition = q("TRUE") if after is None else q("b.path > {}", after)
     return [row[0] for row in build.rows(q(
-        "SELECT b.path FROM {} b WHERE b.cid = {} AND NOT EXISTS (SELECT 1 "
-        "FROM {} l WHERE l.cid = {} AND l.path = b.path) ORDER BY b.path",
-        ENTRIES, build.cid, ENTRIES, live.cid))]
+        "SELECT b.path FROM {} b WHERE b.cid = {} AND {} AND NOT EXISTS "
+        "(SELECT 1 FROM {} l WHERE l.cid = {} AND l.path = b.path) ORDER BY "
+        "b.path LIMIT {}", ENTRIES, build.cid, condition, ENTRIES, live.cid,
+        literal(int(limit))))]
 
 
 def catalog_exists(dsn, key):

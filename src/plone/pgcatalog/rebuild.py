@@ -17,20 +17,9 @@ deployment steps (``cli/rebuild.py``; docs/rebuild.md):
 * **reindex** (``reindexIndex``) recomputes some indexes of the live
   catalog in place, batch by batch (no copy; see docs/rebuild.md).
 
-Writes during a build (how the build ends identical to a fresh rebuild):
-
-* *mirroring*: while a build is registered, every ``catalog_object`` /
-  ``uncatalog_object`` of the live catalog is written to the build too
-  (``mirror``); a writer whose ZODB snapshot predates the registration (or
-  the switch, or a cancel) fails its commit with a ConflictError and is
-  retried, because the first catalog write of a transaction asks the ZODB
-  to check the tool is still current (``tool._pgc_changed``);
-* *no stale batch*: a batch reads objects in its ZODB snapshot; it asks the
-  ZODB to check that every object it indexed, and their containers, are
-  still current when it commits (``Connection.readCurrent``), so an object
-  changed by a transaction committed meanwhile makes the batch conflict and
-  run again, and a concurrent mirrored write of the same entry conflicts in
-  PostgreSQL.
+Writes during a build reach it too, and a batch never leaves a stale
+entry behind (``mirror.py``); before the switch, entries of objects removed
+while a batch indexed them are dropped (``_forget_removed``).
 
 Durable state (``buildstate.BuildState`` on the tool) is committed with
 every batch: a killed process goes on with :meth:`OnlineRebuild.run` from
@@ -46,25 +35,21 @@ import uuid
 
 import transaction
 from Acquisition import aq_base
-from Acquisition import aq_inner
-from Acquisition import aq_parent
-from plone.indexer.interfaces import IIndexableObject
 from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError
-from zope.component import queryMultiAdapter
 
 from plone.pgcatalog import buildstore
 from plone.pgcatalog import ddl
+from plone.pgcatalog import mirror
 from plone.pgcatalog.buildstate import BUILDING
 from plone.pgcatalog.buildstate import BuildState
 from plone.pgcatalog.buildstate import CANCELLED
 from plone.pgcatalog.buildstate import DONE
 from plone.pgcatalog.buildstate import Progress
-from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.store import store_for
+from plone.pgcatalog.mirror import read_current
 from plone.pgcatalog.walk import walk
 from plone.pgcatalog.writer import DELETE
-from plone.pgcatalog.writer import Upsert
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -81,45 +66,6 @@ class BuildError(ValueError):
     already in progress, an unknown index, ...)."""
 
 
-def current_state(tool):
-    """The tool's online build state (the last build's), or None."""
-    return getattr(aq_base(tool), "_pgc_build", None)
-
-
-def mirror(tool, uid, op):
-    """Copy a live write (``op`` on entry ``uid``) into the registered
-    build, if any (called by catalog_object / uncatalog_object)."""
-    state = current_state(tool)
-    if state is None or not state.mirrors:
-        return
-    try:
-        store = store_for(tool._pgc_session(), state.key, True)
-        store.cid
-    except CatalogMissing:
-        return  # the build was cancelled and dropped meanwhile
-    store.add(uid, op if op is DELETE else copy_op(op))
-
-
-def copy_op(op):
-    """An Upsert of its own (the session resolves lazily computed metadata
-    per entry and catalog)."""
-    return Upsert(op.full, dict(op.idx_set), list(op.idx_remove), op.meta,
-                  dict(op.text_set), list(op.text_remove), op.meta_from)
-
-
-def index_into(tool, store, obj):
-    """Index ``obj`` fully (values and metadata) into ``store``'s catalog,
-    as ``catalog_object(obj)`` would into the live one."""
-    uid = "/".join(obj.getPhysicalPath())
-    wrapper = obj
-    if not IIndexableObject.providedBy(obj):
-        found = queryMultiAdapter((obj, tool), IIndexableObject)
-        if found is not None:
-            wrapper = found
-    tool._pgc_catalog_object(wrapper, uid, [], 1, store=store)
-    return uid
-
-
 class OnlineRebuild:
     """Build, resume, switch and cancel online builds of ``tool`` (a
     portal_catalog, wrapped in its site).  Uses the transaction manager of
@@ -134,13 +80,14 @@ class OnlineRebuild:
         self.grace = grace
         self._units = None      # the walk, kept between batches
         self._units_at = None   # ... positioned after this path
+        self._checked = None    # the last path checked before the switch
 
     @property
     def ident(self):
         return "online build of %s" % "/".join(self.tool.getPhysicalPath())
 
     def state(self):
-        return current_state(self.tool)
+        return mirror.current_state(self.tool)
 
     def status(self):
         """The last build's facts (None: none ever)."""
@@ -152,10 +99,16 @@ class OnlineRebuild:
         """Register a build (committed): ``rebuild`` / ``refresh`` into a
         new key, ``reindex`` of ``indexes`` in place."""
         transaction.begin()
+        try:
+            return self._start(mode, indexes)
+        except BuildError:
+            transaction.abort()
+            raise
+
+    def _start(self, mode, indexes):
         tool = self.tool
         state = self.state()
         if state is not None and state.phase == BUILDING:
-            transaction.abort()
             raise BuildError("an online %s is in progress (resume or cancel "
                              "it)" % state.mode)
         batch = int(self.batch_size or DEFAULT_BATCH)
@@ -221,11 +174,11 @@ class OnlineRebuild:
         progress.finish()
         return True
 
-    def _batch_with_retries(self):
+    def _batch_with_retries(self, batch=None):
         pause = 0.05
         for attempt in range(RETRIES):
             try:
-                return self._batch()
+                return (batch or self._batch)()
             except (ConflictError, TransientError) as exc:
                 transaction.abort()
                 self._units = None
@@ -246,7 +199,7 @@ class OnlineRebuild:
                              "by another process")
         jar = aq_base(tool)._p_jar
         checked = set()
-        self._read_current(jar, tool, checked)
+        read_current(jar, tool, checked)
         size = self.batch_size or state.batch_size
         if state.mode == "rebuild":
             last, done, skipped = self._rebuild_batch(tool, state, size,
@@ -271,8 +224,8 @@ class OnlineRebuild:
         last, done = None, 0
         for path, objects in itertools.islice(self._units, size):
             for obj in objects:
-                index_into(tool, store, obj)
-                self._read_current(jar, obj, checked)
+                mirror.index_into(tool, store, obj)
+                read_current(jar, obj, checked)
                 done += 1
             last = path
         return last, done, 0
@@ -298,31 +251,12 @@ class OnlineRebuild:
                 tool.catalog_object(obj, path, idxs=list(state.indexes),
                                     update_metadata=0)
             else:
-                wrapper = obj
-                if not IIndexableObject.providedBy(obj):
-                    found = queryMultiAdapter((obj, tool), IIndexableObject)
-                    if found is not None:
-                        wrapper = found
-                tool._pgc_catalog_object(wrapper, path, [], 1, store=build)
-                self._read_current(jar, obj, checked)
+                mirror.index_into(tool, build, obj, path)
+                read_current(jar, obj, checked)
             done += 1
         return paths[-1], done, skipped
 
-    @staticmethod
-    def _read_current(jar, obj, checked):
-        """Ask the ZODB to check, at commit, that ``obj`` and its
-        containers are unchanged since this batch read them."""
-        while obj is not None:
-            base = aq_base(obj)
-            oid = getattr(base, "_p_oid", None)
-            if oid is not None and oid not in checked and \
-                    getattr(base, "_p_jar", None) is jar:
-                checked.add(oid)
-                base._p_activate()
-                jar.readCurrent(base)
-            obj = aq_parent(aq_inner(obj))
-
-    # -- the end ---------------------------------------------------------------
+    # -- the end ------------------------------------------------------------
     def _sync_indexes(self, wait=0):
         """The build's PostgreSQL indexes registered, missing or invalid
         ones built after the commit (another process may have started the
@@ -350,6 +284,9 @@ class OnlineRebuild:
     def _finish(self):
         state = self.state()
         if state.key is not None:
+            self._checked = None
+            while self._batch_with_retries(self._forget_removed):
+                pass
             self._sync_indexes(wait=ddl.BUILD_WAIT)
         transaction.begin()
         tool = self.tool
@@ -363,7 +300,6 @@ class OnlineRebuild:
                 raise BuildError(
                     "the catalog's indexes changed during the online build; "
                     "cancel it and start again")
-            self._forget_removed(tool, state)
             base = aq_base(tool)
             state.old_key = state.drop_key = base._pgc_key
             base._pgc_key = state.key
@@ -381,21 +317,34 @@ class OnlineRebuild:
                     state.mode, state.done, state.finished - state.started,
                     " (switched to key %s)" % state.key if state.key else "")
 
-    def _forget_removed(self, tool, state):
-        """Remove from the build the entries of objects gone meanwhile.  A
+    def _forget_removed(self):
+        """Remove from the build the entries of objects gone meanwhile (one
+        batch of candidates, committed; whether there may be more).  A
         batch reading its ZODB snapshot can index an object a concurrent
         transaction is deleting (the deletion changes the container's
         BTree, not the records the batch asked to stay current) after the
-        mirrored delete ran: such entries are among the few the live
-        catalog lacks, and their objects cannot be found now."""
+        mirrored delete ran: such entries are among those the live catalog
+        lacks (few, unless the live catalog was out of date or empty), and
+        their objects cannot be found now.  A deletion after the check is
+        mirrored."""
+        transaction.begin()
+        tool = self.tool
+        state = self.state()
         live = tool._pgc_store()
         build = store_for(live.session, state.key, True)
+        size = self.batch_size or state.batch_size
+        paths = buildstore.paths_not_in(build, live, self._checked, size)
         root = tool.getPhysicalRoot()
-        for path in buildstore.paths_not_in(build, live):
+        for path in paths:
             if root.unrestrictedTraverse(path, None) is None:
                 logger.info("%s: %s is gone, not carried over", self.ident,
                             path)
                 build.add(path, DELETE)
+        transaction.commit()
+        aq_base(tool)._p_jar.cacheMinimize()
+        if paths:
+            self._checked = paths[-1]
+        return len(paths) == size
 
     def cancel(self):
         """Abandon the build in progress (committed); its rows are dropped

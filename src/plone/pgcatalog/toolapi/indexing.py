@@ -12,7 +12,7 @@ from zope.component import queryMultiAdapter
 from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
-from plone.pgcatalog import rebuild
+from plone.pgcatalog import mirror
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.writer import DELETE
 
@@ -50,7 +50,8 @@ class IndexingAPI:
     def _pgc_catalog_object(self, obj, uid, idxs, update_metadata,
                             store=None):
         """``store``: another catalog's (an online build's, rebuild.py);
-        by default the live one, mirrored into a build in progress."""
+        by default the live one, mirrored into a build in progress
+        (mirror.py)."""
         live = store is None
         store = self._pgc_store() if live else store
         session = store.session
@@ -85,7 +86,7 @@ class IndexingAPI:
                                       meta_from)
         store.add(uid, entry)
         if live:
-            rebuild.mirror(self, uid, entry)
+            mirror.write(self, uid, entry)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
@@ -95,7 +96,7 @@ class IndexingAPI:
         store.add(uid, DELETE)
         store.session.set_commit_error(store.cid, uid, None)
         store.known.discard(uid)
-        rebuild.mirror(self, uid, DELETE)
+        mirror.write(self, uid, DELETE)
 
     @zpublish(False)
     @security.private

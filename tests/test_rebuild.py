@@ -430,6 +430,12 @@ class TestOnlineRebuild(OnlineCase):
             OnlineRebuild(self.catalog).start("reindex", ["nosuchindex"])
         with self.assertRaises(BuildError):
             OnlineRebuild(self.catalog).start("reindex", [])
+        with self.assertRaises(BuildError):
+            OnlineRebuild(self.catalog).start("rebuild", ["Subject"])
+        with self.assertRaises(BuildError):
+            OnlineRebuild(self.catalog).start("sideways")
+        with self.assertRaises(BuildError):
+            OnlineRebuild(self.catalog, batch_size=-1).start("rebuild")
         build = OnlineRebuild(self.catalog, batch_size=5)
         build.start("reindex", ["Subject"])
         self.assertFalse(build.run(max_batches=2))

@@ -45,6 +45,7 @@ from plone.pgcatalog.buildstate import BUILDING
 from plone.pgcatalog.buildstate import BuildState
 from plone.pgcatalog.buildstate import CANCELLED
 from plone.pgcatalog.buildstate import DONE
+from plone.pgcatalog.buildstate import MODES
 from plone.pgcatalog.buildstate import Progress
 from plone.pgcatalog.store import store_for
 from plone.pgcatalog.mirror import read_current
@@ -111,6 +112,9 @@ class OnlineRebuild:
         if state is not None and state.phase == BUILDING:
             raise BuildError("an online %s is in progress (resume or cancel "
                              "it)" % state.mode)
+        if mode not in MODES:
+            raise BuildError("mode must be one of %s, not %r"
+                             % (", ".join(MODES), mode))
         batch = int(self.batch_size or DEFAULT_BATCH)
         if batch < 1:
             raise BuildError("the batch size must be at least 1")

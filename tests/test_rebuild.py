@@ -176,6 +176,32 @@ class TestOnlineRebuild(OnlineCase):
             path="/plone/f0/d0")
         self.assertEqual(brain.Title, "Changed after its batch")
 
+    def test_a_build_killed_in_a_batch_resumes_from_the_last_commit(self):
+        original = mirror_module.index_into
+        calls = []
+
+        def dying(tool, store, obj, uid=None):
+            calls.append(obj)
+            if len(calls) == 11:
+                raise RuntimeError("killed")
+            return original(tool, store, obj, uid)
+
+        build = OnlineRebuild(self.catalog, batch_size=4, grace=0)
+        state = build.start("rebuild")
+        mirror_module.index_into = dying
+        try:
+            with self.assertRaises(RuntimeError):
+                build.run()
+        finally:
+            mirror_module.index_into = original
+        transaction.abort()
+        # two batches committed, the third lost with the process
+        self.assertEqual((state.batches, state.done), (2, 8))
+        self.assertEqual(len(rows(state.key)), 8)
+        self.assertTrue(OnlineRebuild(self.catalog, grace=0).run())
+        self.assertEqual(self.catalog._pgc_key, state.key)
+        self.assertEqual(rows(state.key), self.fresh_rows())
+
     def test_searches_meanwhile_see_the_old_or_the_new_catalog(self):
         build = OnlineRebuild(self.catalog, batch_size=3, grace=30)
         build.start("rebuild")

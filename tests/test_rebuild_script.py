@@ -117,3 +117,12 @@ class TestScriptOnAnInstance(unittest.TestCase):
         self.assertEqual(valid, registered)
         self.assertEqual(old, 0)
         self.assertEqual(self.rebuild("--resume").returncode, 1)
+
+    def test_zconsole_run(self):
+        from plone.pgcatalog.cli import rebuild as cli
+        done = self.run_([self.bin("zconsole"), "run", self.conf,
+                          cli.__file__, "--site", "Plone", "--status"])
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        # the script reads its options after its own path
+        status = json.loads(done.stdout)
+        self.assertTrue(status is None or status["mode"] == "rebuild")

@@ -13,6 +13,7 @@ from ZODB.POSException import ConflictError
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import mirror as mirror_module
 from plone.pgcatalog.buildstate import DONE
@@ -137,6 +138,22 @@ class TestOnlineRebuild(OnlineCase):
         self.assertTrue(catalog_exists(old_key))
         self.assertEqual(build.drop(grace=0), self.total)
         self.assertFalse(catalog_exists(old_key))
+        # the result cache's generation starts again with the next write
+        # (from the new catalog's stamp): answers are cached again
+        self.assertIsNone(result_cache.generation(self.catalog))
+        doc = self.portal.f2.d5
+        doc.setTitle("After the switch")
+        doc.reindexObject()
+        processQueue()
+        transaction.commit()
+        self.assertIsNotNone(result_cache.generation(self.catalog))
+        hits = result_cache.stats()["hits"]
+        for _ in range(2):
+            transaction.begin()
+            (brain,) = self.catalog.unrestrictedSearchResults(
+                Title="After switch")
+            self.assertEqual(brain.getPath(), "/plone/f2/d5")
+        self.assertEqual(result_cache.stats()["hits"], hits + 1)
         self.assertEqual(build.status()["dropped"], True)
         self.assertIsNone(build.drop(grace=0))
 

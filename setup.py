@@ -72,6 +72,7 @@ setup(
         "z3c.autoinclude.plugin": ["target = plone"],
         "console_scripts": [
             "pgcatalog-testrunner = plone.pgcatalog.testing.runner:main",
+            "pgcatalog-rebuild = plone.pgcatalog.cli.rebuild:main",
         ],
     },
 )

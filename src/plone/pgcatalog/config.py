@@ -218,3 +218,19 @@ def get_slow_query_ms(site=None):
     ``site``: the site's own settings (the control panel's), which win."""
     return _ms_setting("slow-query-ms", "PGCATALOG_SLOW_QUERY_MS",
                        DEFAULT_SLOW_QUERY_MS, site)
+
+
+INSTALL_INDEX = ("now", "later")
+
+
+def get_install_index():
+    """Whether installing the profile indexes the site's content in its
+    transaction (``now``, the default) or leaves it to an online build
+    (``later``: ``pgcatalog-rebuild``, docs/rebuild.md) —
+    ``install-index`` / ``PGCATALOG_INSTALL_INDEX``."""
+    value = (_setting("install-index", "PGCATALOG_INSTALL_INDEX")
+             or "now").lower()
+    if value not in INSTALL_INDEX:
+        raise ConfigurationError("install-index must be now or later, not %r"
+                                 % value)
+    return value

@@ -4,7 +4,8 @@ Install replaces the site's ZCatalog-based portal_catalog by a
 :class:`~plone.pgcatalog.tool.PGCatalogTool` carrying the same index and
 metadata definitions (Plone's and add-ons'), the same lexicon pipelines and
 properties, registers it as the ``ICatalogTool`` utility and in the
-GenericSetup toolset, then indexes all content (comments included).
+GenericSetup toolset, then indexes all content (comments included), unless
+``install-index later`` leaves that to an online build (docs/rebuild.md).
 Uninstall does the reverse and puts back a fully indexed ZCatalog.
 
 Install also pins the tool's class in the toolset registry
@@ -19,6 +20,7 @@ from Products.ZCatalog.ZCatalog import ZCatalog
 from Products.ZCTextIndex.ZCTextIndex import index_types
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 
+from plone.pgcatalog import config
 from plone.pgcatalog import logger
 # re-exported from its old home (callers that import it from here)
 from plone.pgcatalog.indexes import convert_index  # noqa: F401  (kept importable here)
@@ -81,6 +83,11 @@ def install(portal):
     toolset.addRequiredTool(TOOL_ID, TOOL_CLASS)
     toolset._pgcatalog_pinned = TOOL_CLASS
     tool._pgc_mark_created()
+    if config.get_install_index() == "later":
+        # a big site: indexed by an online build (docs/rebuild.md)
+        logger.warning("plone.pgcatalog installed without indexing "
+                       "(install-index later): run pgcatalog-rebuild")
+        return tool
     tool.clearFindAndRebuild()
     logger.info("plone.pgcatalog installed: %d entries indexed", len(tool))
     return tool

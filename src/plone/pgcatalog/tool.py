@@ -36,6 +36,7 @@ from ZPublisher import zpublish
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import logger
+from plone.pgcatalog import rebuild
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.session import current_session
 from plone.pgcatalog.store import store_for
@@ -106,9 +107,15 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         """This transaction writes the catalog: its generation goes up
         (before the commit starts: cached answers of the old generation are
         never used by transactions that see this one; see cache.py)."""
+        base = aq_base(self)
+        if base._p_jar is not None and base._p_oid is not None:
+            # the commit fails (ConflictError, retried) if the tool changed
+            # meanwhile: an online build registered, switched or cancelled
+            # (rebuild.py); checked when the ZODB connection commits changes
+            base._p_jar.readCurrent(base)
         # getattr, not __dict__: a ghost's __dict__ is empty until loaded,
         # and a new counter would rewrite the tool
-        counter = getattr(aq_base(self), "_pgc_generation", None)
+        counter = getattr(base, "_pgc_generation", None)
         if counter is None:
             # starts at the catalog's change stamp: both count writing
             # commits from then on (cache.py)
@@ -134,6 +141,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         self._pgc_key = uuid.uuid4().hex
         self.__dict__.pop("_pgc_created", None)
         self.__dict__.pop("_pgc_generation", None)
+        self.__dict__.pop("_pgc_build", None)  # the original's (rebuild.py)
         super().manage_afterClone(item)
         self._pgc_mark_created()
 
@@ -164,6 +172,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
                 "key": self._pgc_key, "counter": counter,
                 "generation": result_cache.generation(self),
                 "cache": result_cache.stats(),
+                "build": rebuild.OnlineRebuild(self).status(),
                 "indexes": indexes}
 
 

@@ -12,6 +12,7 @@ from zope.component import queryMultiAdapter
 from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
+from plone.pgcatalog import mirror
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.writer import DELETE
 
@@ -46,8 +47,13 @@ class IndexingAPI:
             raise CatalogError("The object unique id must be a string.")
         self._pgc_catalog_object(wrapper, uid, idxs, update_metadata)
 
-    def _pgc_catalog_object(self, obj, uid, idxs, update_metadata):
-        store = self._pgc_store()
+    def _pgc_catalog_object(self, obj, uid, idxs, update_metadata,
+                            store=None):
+        """``store``: another catalog's (an online build's, rebuild.py);
+        by default the live one, mirrored into a build in progress
+        (mirror.py)."""
+        live = store is None
+        store = self._pgc_store() if live else store
         session = store.session
         cid = store.cid
 
@@ -79,6 +85,8 @@ class IndexingAPI:
             entry = extract.entry_for(self._catalog, obj, idxs, None,
                                       meta_from)
         store.add(uid, entry)
+        if live:
+            mirror.write(self, uid, entry)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
@@ -88,6 +96,7 @@ class IndexingAPI:
         store.add(uid, DELETE)
         store.session.set_commit_error(store.cid, uid, None)
         store.known.discard(uid)
+        mirror.write(self, uid, DELETE)
 
     @zpublish(False)
     @security.private

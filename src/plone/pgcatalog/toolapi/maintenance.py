@@ -1,4 +1,5 @@
-"""Rebuilding and clearing: ZMI actions and their Python API."""
+"""Rebuilding and clearing: ZMI actions and their Python API (the online
+variants are rebuild.py's)."""
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
@@ -12,6 +13,8 @@ from zExceptions import BadRequest
 from ZPublisher import zpublish
 
 from plone.pgcatalog import logger
+from plone.pgcatalog.rebuild import BuildError
+from plone.pgcatalog.rebuild import OnlineRebuild
 
 
 class MaintenanceAPI:
@@ -44,8 +47,16 @@ class MaintenanceAPI:
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
     @protect(CheckAuthenticator, PostOnly)
-    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None):
-        """Clear and rebuild the catalog."""
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None, REQUEST=None,
+                              online=None):
+        """Clear and rebuild the catalog (in this transaction); ``online``:
+        ``rebuild`` / ``resume`` / ``cancel`` an online build instead
+        (rebuild.py: batches committed one by one, during this request)."""
+        if online:
+            online_action(self, online)
+            if RESPONSE is not None:
+                RESPONSE.redirect(URL1 + "/manage_catalogStatus")
+            return
         self.clearFindAndRebuild()
         if RESPONSE is not None:
             RESPONSE.redirect(URL1 + "/manage_main")
@@ -60,7 +71,12 @@ class MaintenanceAPI:
         if clear:
             self.manage_catalogClear()
         root = self.getPhysicalRoot()
-        for path in paths:
+        if pghandler:
+            pghandler.init("Refreshing catalog: %s" % self.absolute_url(1),
+                           len(paths))
+        for i, path in enumerate(paths):
+            if pghandler:
+                pghandler.report(i)
             obj = root.unrestrictedTraverse(path, None)
             if obj is None:
                 logger.error("refreshCatalog: could not resolve %s", path)
@@ -68,6 +84,8 @@ class MaintenanceAPI:
                     self.uncatalog_object(path)
                 continue
             self.catalog_object(obj, path, pghandler=pghandler)
+        if pghandler:
+            pghandler.finish()
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
@@ -79,11 +97,18 @@ class MaintenanceAPI:
         for index_id in names:
             self._pgc_create_ddl(self._catalog.getIndex(index_id))
         root = self.getPhysicalRoot()
-        for _, path in self._pgc_store().all_paths():
+        paths = self._pgc_store().all_paths()
+        if pghandler:
+            pghandler.init("reindexing %s" % names, len(paths))
+        for i, (_, path) in enumerate(paths, 1):
+            if pghandler:
+                pghandler.report(i)
             obj = root.unrestrictedTraverse(path, None)
             if obj is None:
                 continue
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
+        if pghandler:
+            pghandler.finish()
 
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
@@ -125,6 +150,24 @@ class MaintenanceAPI:
 
 
 
+
+
+def online_action(tool, action):
+    """The status page's online build buttons."""
+    build = OnlineRebuild(tool)
+    try:
+        if action == "rebuild":
+            build.start("rebuild")
+        elif action == "cancel":
+            build.cancel()
+            build.drop(wait=False)
+            return
+        elif action != "resume":
+            raise BadRequest("online must be rebuild, resume or cancel")
+        build.run()
+        build.drop(wait=False)
+    except BuildError as exc:
+        raise BadRequest(str(exc))
 
 
 InitializeClass(MaintenanceAPI)

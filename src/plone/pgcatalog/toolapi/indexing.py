@@ -12,6 +12,7 @@ from zope.component import queryMultiAdapter
 from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
+from plone.pgcatalog import shadow
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.writer import DELETE
 
@@ -45,6 +46,8 @@ class IndexingAPI:
         elif not isinstance(uid, str):
             raise CatalogError("The object unique id must be a string.")
         self._pgc_catalog_object(wrapper, uid, idxs, update_metadata)
+        shadow.write(self, "catalog_object", obj, uid, idxs, update_metadata,
+                     pghandler)
 
     def _pgc_catalog_object(self, obj, uid, idxs, update_metadata):
         store = self._pgc_store()
@@ -88,6 +91,7 @@ class IndexingAPI:
         store.add(uid, DELETE)
         store.session.set_commit_error(store.cid, uid, None)
         store.known.discard(uid)
+        shadow.write(self, "uncatalog_object", uid)
 
     @zpublish(False)
     @security.private

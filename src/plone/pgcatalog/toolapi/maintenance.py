@@ -12,6 +12,7 @@ from zExceptions import BadRequest
 from ZPublisher import zpublish
 
 from plone.pgcatalog import logger
+from plone.pgcatalog import shadow
 
 
 class MaintenanceAPI:
@@ -33,6 +34,7 @@ class MaintenanceAPI:
         # this catalog's pending writes go (another catalog's stay)
         store.session.pending.take_ops(store.cid)
         store.clear()
+        shadow.write(self, "manage_catalogClear")
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)

@@ -13,6 +13,8 @@ import sys
 import unittest
 
 import transaction
+from AccessControl import Unauthorized
+from AccessControl.ZopeGuards import guarded_getattr
 from plone.app.testing import applyProfile
 from plone.app.testing import login
 from plone.app.testing import logout
@@ -194,6 +196,17 @@ class TestInstallAndWrites(ShadowCase):
             processQueue()
 
 
+    def test_a_copy_of_the_tool_has_no_shadow(self):
+        # what OFS does to a pasted copy (the site refuses to paste a tool)
+        copy = PGCatalogTool("copied_catalog")
+        copy._pgc_shadow = dict(self.catalog._pgc_shadow)
+        self.portal._setObject("copied_catalog", copy)
+        copy = self.portal["copied_catalog"]
+        copy.manage_afterClone(copy)
+        self.assertIsNone(shadow.settings(copy))
+        self.assertIsNotNone(shadow.settings(self.catalog))
+
+
 class TestReads(ShadowCase):
 
     def plant_zcatalog_only_loss(self):
@@ -370,6 +383,16 @@ class TestShadowTab(ShadowCase):
                      "pgc_end_shadow"):
             with self.subTest(name=name):
                 self.assertEqual(self.get("Manager", name)[0], 404)
+
+    def test_restricted_code_cannot_reach_the_names(self):
+        logout()
+        catalog = self.portal.portal_catalog
+        for name in ("manage_catalogShadow", "pgc_shadow_report",
+                     "pgc_shadow_configure", "pgc_end_shadow",
+                     "manage_shadowSettings", "manage_endShadow"):
+            with self.subTest(name=name):
+                with self.assertRaises(Unauthorized):
+                    guarded_getattr(catalog, name)
 
     def test_settings_form_wants_post_and_authenticator(self):
         before = self.settings()

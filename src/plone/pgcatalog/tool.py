@@ -137,6 +137,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         self._pgc_key = uuid.uuid4().hex
         self.__dict__.pop("_pgc_created", None)
         self.__dict__.pop("_pgc_generation", None)
+        self.__dict__.pop("_pgc_shadow", None)   # a copy has no shadow
         super().manage_afterClone(item)
         self._pgc_mark_created()
 

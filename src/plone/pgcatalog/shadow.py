@@ -75,7 +75,7 @@ _ids = itertools.count(1)
 _counters = {}
 
 
-# -- settings ------------------------------------------------------------------
+# -- settings -------------------------------------------------------------
 def settings(tool):
     """The tool's shadow settings (a dict), or None outside shadow mode."""
     return getattr(aq_base(tool), "_pgc_shadow", None) or None
@@ -229,7 +229,7 @@ def sampled(key, rate):
     return int(n * rate) > int((n - 1) * rate)
 
 
-# -- reads ---------------------------------------------------------------------
+# -- reads ------------------------------------------------------------------
 def zcatalog_search(shadow, query):
     """The stock answer: ZCatalog's own searchResults on the merged query
     (CMFPlone's additions are already in it)."""
@@ -338,7 +338,7 @@ def difference(query, mine, theirs, my_counts, their_counts):
     return None
 
 
-# -- writes --------------------------------------------------------------------
+# -- writes -----------------------------------------------------------------
 def write(tool, method, *args):
     """Call ``method`` of the shadow ZCatalog (a write the tool made): an
     error is raised while the ZCatalog is the primary, contained (logged,

@@ -154,6 +154,22 @@ class TestInstallAndWrites(ShadowCase):
         self.assertNotIn("/plone/fresh",
                          zc_paths(self.zcatalog, portal_type="Document"))
 
+    def test_writes_paused_go_to_postgresql_only(self):
+        self.portal.invokeFactory("Document", "fresh", subject=("new",))
+        processQueue()
+        doc = self.portal.fresh
+        doc.setSubject(["paused"])
+        with shadow.writes_paused():
+            self.catalog.catalog_object(doc)
+        self.assertEqual(pg_paths(self.catalog, Subject="paused"),
+                         ["/plone/fresh"])
+        self.assertEqual(zc_paths(self.zcatalog, Subject="paused"), [])
+        self.assertEqual(zc_paths(self.zcatalog, Subject="new"),
+                         ["/plone/fresh"])
+        self.catalog.catalog_object(doc)     # not paused any more
+        self.assertEqual(zc_paths(self.zcatalog, Subject="paused"),
+                         ["/plone/fresh"])
+
     def test_definitions_follow(self):
         self.catalog.addIndex("shadow_field", "FieldIndex")
         self.catalog.addColumn("shadow_column")
@@ -419,6 +435,12 @@ class TestShadowTab(ShadowCase):
 
     def test_end_shadow_mode(self):
         token = self.token()
+        self.assertEqual(self.get("Manager", "manage_endShadow")[0], 404)
+        for role in ("Anonymous", "Member"):
+            status, location, _ = self.post(
+                "manage_endShadow", {"confirm": "end",
+                                     "_authenticator": token}, role)
+            self.assertEqual(probe.classify(status, location), "denied")
         # not without the token, not while the ZCatalog is the primary,
         # not without confirming
         self.assertEqual(self.post("manage_endShadow", {"confirm": "end"})[0],

@@ -31,6 +31,7 @@ in a few ZCatalog-bug cases and in the order of equal sort keys
 (docs/migration.md).
 """
 import collections
+import contextlib
 import itertools
 import logging
 import threading
@@ -73,6 +74,8 @@ _differences = collections.deque(maxlen=SIZE)
 _ids = itertools.count(1)
 #: catalog key -> counters (and the sampling position)
 _counters = {}
+#: this thread's writes skip the shadow (see writes_paused)
+_paused = threading.local()
 
 
 # -- settings -------------------------------------------------------------
@@ -344,7 +347,7 @@ def write(tool, method, *args):
     error is raised while the ZCatalog is the primary, contained (logged,
     counted, listed) while PostgreSQL is."""
     current = settings(tool)
-    if current is None:
+    if current is None or getattr(_paused, "on", False):
         return
     shadow = shadow_of(tool)
     try:
@@ -386,3 +389,17 @@ def write(tool, method, *args):
         _record(key, kind="write error", shape=method, primary="pgcatalog",
                 counts="", only_primary=[str(path)], only_secondary=[],
                 position=None, error="%s: %s" % (type(exc).__name__, exc))
+
+
+@contextlib.contextmanager
+def writes_paused():
+    """Within it, this thread's catalog writes go to PostgreSQL only: for
+    a bulk build of the PostgreSQL catalog in shadow mode (the shadow is
+    complete already).  Other threads' writes (live edits) still go to
+    both."""
+    before = getattr(_paused, "on", False)
+    _paused.on = True
+    try:
+        yield
+    finally:
+        _paused.on = before

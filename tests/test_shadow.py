@@ -62,6 +62,7 @@ class ShadowFixture(CatalogStateLayerMixin, PloneSandboxLayer):
                                  subject=("old", "k%d" % (n % 2)))
         processQueue()
         assert not isinstance(portal.portal_catalog, PGCatalogTool)
+        portal._shadow_test_counter = portal.portal_catalog.getCounter()
         os.environ["PGCATALOG_SHADOW"] = "1"
         try:
             applyProfile(portal, "plone.pgcatalog:default")
@@ -69,9 +70,6 @@ class ShadowFixture(CatalogStateLayerMixin, PloneSandboxLayer):
             del os.environ["PGCATALOG_SHADOW"]
         setRoles(portal, TEST_USER_ID, ["Member"])
         logout()
-        # committed here: left to the layer's own commit (after its
-        # setSite(None)), this setup did not persist
-        transaction.commit()
 
 
 SHADOW_FIXTURE = ShadowFixture()
@@ -128,6 +126,11 @@ class TestInstallAndWrites(ShadowCase):
         # the same entries on both sides (the site and its documents)
         self.assertEqual(len(self.zcatalog), len(self.catalog))
         self.assertEqual(self.zcatalog.getId(), shadow.SHADOW_ID)
+        # the install did not write the old catalog (nor catalog it)
+        self.assertEqual(self.zcatalog.getCounter(),
+                         self.portal._shadow_test_counter)
+        self.assertIsNone(self.catalog.getrid(
+            "/plone/" + shadow.SHADOW_ID))
 
     def test_writes_go_to_both(self):
         self.portal.invokeFactory("Document", "fresh", title="Fresh",
@@ -190,6 +193,9 @@ class TestInstallAndWrites(ShadowCase):
                          pg_paths(self.catalog, portal_type="Document"))
         self.assertEqual(len(zc_paths(self.zcatalog, portal_type="Document")),
                          6)
+        self.assertIsNone(self.catalog.getrid(
+            "/plone/" + shadow.SHADOW_ID))
+        self.assertEqual(len(self.zcatalog), len(self.catalog))
 
     def test_shadow_write_error_contained_while_pgcatalog_is_primary(self):
         self.catalog.pgc_shadow_configure(primary="pgcatalog")

@@ -12,6 +12,7 @@ Install also pins the tool's class in the toolset registry
 importing Plone's ``toolset.xml`` again keeps this tool.
 """
 from Acquisition import aq_base
+from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
@@ -100,7 +101,9 @@ def install(portal):
     tool._pgc_mark_created()
     tool.clearFindAndRebuild()
     if keep_old:
-        # after the indexing above: it wrote PostgreSQL only
+        # after the indexing above (its queued part too): it wrote
+        # PostgreSQL only, the old catalog is complete
+        processQueue()
         shadow.start(tool)
         logger.info("shadow mode: %s kept beside the PostgreSQL catalog",
                     shadow.SHADOW_ID)

@@ -171,6 +171,16 @@ def shadow_of(tool):
     return found.__of__(parent)
 
 
+def is_shadow(tool, obj):
+    """Whether ``obj`` is the shadow ZCatalog (never catalogued: a rebuild
+    walking the site meets it, and a catalog is not content)."""
+    base = aq_base(obj)
+    if not isinstance(base, ZCatalog):
+        return False
+    current = settings(tool)
+    return getattr(base, "id", None) == (current or {}).get("id", SHADOW_ID)
+
+
 def primary_shadow(tool):
     """The shadow ZCatalog when it is the primary, else None."""
     current = settings(tool)

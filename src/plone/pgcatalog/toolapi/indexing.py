@@ -28,6 +28,8 @@ class IndexingAPI:
     def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
                        pghandler=None):
         """(Re)index ``obj`` under ``uid`` (its physical path by default)."""
+        if shadow.is_shadow(self, obj):
+            return
         if idxs is None:
             idxs = []
         wrapper = obj

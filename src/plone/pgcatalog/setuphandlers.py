@@ -13,6 +13,7 @@ Install also pins the tool's class in the toolset registry
 importing Plone's ``toolset.xml`` again keeps this tool.
 """
 from Acquisition import aq_base
+from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
@@ -22,6 +23,7 @@ from Products.ZCTextIndex.ZCTextIndex import PLexicon
 
 from plone.pgcatalog import config
 from plone.pgcatalog import logger
+from plone.pgcatalog import shadow
 # re-exported from its old home (callers that import it from here)
 from plone.pgcatalog.indexes import convert_index  # noqa: F401  (kept importable here)
 from plone.pgcatalog.tool import PGCatalogTool
@@ -58,8 +60,20 @@ def _copy_definitions(old, new):
         new.addColumn(name)
 
 
-def _swap_tool(portal, new):
+def _keep_as_shadow(portal, old):
+    """Move the old ZCatalog aside (shadow mode, shadow.py): same object,
+    its BTrees intact, under shadow.SHADOW_ID."""
+    old = aq_base(old)
     portal._delObject(TOOL_ID, suppress_events=True)
+    old.id = shadow.SHADOW_ID   # a tool refuses _setId
+    portal._setObject(shadow.SHADOW_ID, old, suppress_events=True)
+
+
+def _swap_tool(portal, new, keep_old=False):
+    if keep_old:
+        _keep_as_shadow(portal, portal[TOOL_ID])
+    else:
+        portal._delObject(TOOL_ID, suppress_events=True)
     portal._setObject(TOOL_ID, new, suppress_events=True)
     tool = portal[TOOL_ID]
     sm = portal.getSiteManager()
@@ -70,6 +84,7 @@ def _swap_tool(portal, new):
 def install(portal):
     """Replace portal_catalog by plone.pgcatalog's tool and index all."""
     old = portal[TOOL_ID]
+    keep_old = False
     if isinstance(aq_base(old), PGCatalogTool):
         tool = old
         portal.getSiteManager().registerUtility(aq_base(tool), ICatalogTool)
@@ -78,7 +93,10 @@ def install(portal):
         _copy_lexicons(old, new)
         new_wrapped = new.__of__(portal)
         _copy_definitions(old, new_wrapped)
-        tool = _swap_tool(portal, new)
+        # shadow mode: the old ZCatalog stays, fully indexed (shadow.py)
+        keep_old = shadow.wanted() and isinstance(aq_base(old), ZCatalog) \
+            and shadow.SHADOW_ID not in portal.objectIds()
+        tool = _swap_tool(portal, new, keep_old)
     toolset = portal.portal_setup.getToolsetRegistry()
     toolset.addRequiredTool(TOOL_ID, TOOL_CLASS)
     toolset._pgcatalog_pinned = TOOL_CLASS
@@ -89,6 +107,13 @@ def install(portal):
                        "(install-index later): run pgcatalog-rebuild")
         return tool
     tool.clearFindAndRebuild()
+    if keep_old:
+        # after the indexing above (its queued part too): it wrote
+        # PostgreSQL only, the old catalog is complete
+        processQueue()
+        shadow.start(tool)
+        logger.info("shadow mode: %s kept beside the PostgreSQL catalog",
+                    shadow.SHADOW_ID)
     logger.info("plone.pgcatalog installed: %d entries indexed", len(tool))
     return tool
 
@@ -98,6 +123,8 @@ def uninstall(portal):
     old = portal[TOOL_ID]
     if not isinstance(aq_base(old), PGCatalogTool):
         return old
+    if shadow.shadow_of(old) is not None:
+        return _restore_shadow(portal, old)
     new = CatalogTool()
     _copy_lexicons(old, new)
     new_wrapped = new.__of__(portal)
@@ -138,6 +165,24 @@ def uninstall(portal):
         del toolset._pgcatalog_pinned
         toolset._p_changed = True
     tool.clearFindAndRebuild()
+    return tool
+
+
+def _restore_shadow(portal, old):
+    """Uninstall in shadow mode: the shadow ZCatalog (kept in sync) becomes
+    portal_catalog again, no reindexing; the PostgreSQL rows are cleared."""
+    kept = aq_base(shadow.shadow_of(old))
+    shadow.stop(old)
+    old.manage_catalogClear()
+    portal._delObject(shadow.SHADOW_ID, suppress_events=True)
+    kept.id = TOOL_ID
+    tool = _swap_tool(portal, kept)
+    toolset = portal.portal_setup.getToolsetRegistry()
+    toolset.addRequiredTool(TOOL_ID, ZCATALOG_CLASS)
+    if "_pgcatalog_pinned" in toolset.__dict__:
+        del toolset._pgcatalog_pinned
+        toolset._p_changed = True
+    logger.info("shadow mode: the ZCatalog is portal_catalog again")
     return tool
 
 

@@ -47,11 +47,14 @@ from plone.pgcatalog.toolapi.indexing import IndexingAPI
 from plone.pgcatalog.toolapi.maintenance import MaintenanceAPI
 from plone.pgcatalog.toolapi.records import RecordsAPI
 from plone.pgcatalog.toolapi.searching import SearchAPI
+from plone.pgcatalog.toolapi.shadow import SHADOW_TABS
+from plone.pgcatalog.toolapi.shadow import ShadowAPI
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
 class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
-                    MaintenanceAPI, AdminAPI, UniqueObject, Folder):
+                    MaintenanceAPI, AdminAPI, ShadowAPI, UniqueObject,
+                    Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"
@@ -75,7 +78,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
-    ) + ADMIN_TABS + tuple(o for o in Folder.manage_options[1:]
+    ) + ADMIN_TABS + SHADOW_TABS + tuple(o for o in Folder.manage_options[1:]
                            if o["label"] != "View")
 
     def __init__(self, id=None):
@@ -142,6 +145,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         self.__dict__.pop("_pgc_created", None)
         self.__dict__.pop("_pgc_generation", None)
         self.__dict__.pop("_pgc_build", None)  # the original's (rebuild.py)
+        self.__dict__.pop("_pgc_shadow", None)   # a copy has no shadow
         super().manage_afterClone(item)
         self._pgc_mark_created()
 

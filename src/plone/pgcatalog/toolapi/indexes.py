@@ -12,6 +12,7 @@ from zExceptions import BadRequest
 from ZPublisher import zpublish
 
 from plone.pgcatalog import ddl
+from plone.pgcatalog import shadow
 from plone.pgcatalog.catalog import check_index_name
 from plone.pgcatalog.indexes import convert_index
 from plone.pgcatalog.indexes import kind_for
@@ -64,6 +65,7 @@ class IndexesAPI:
             index = klass(name, extra=extra, caller=self)
         self._catalog.addIndex(name, index)
         self._pgc_create_ddl(index)
+        shadow.write(self, "addIndex", name, type, extra)
 
     def _pgc_create_ddl(self, index):
         store = self._pgc_store()
@@ -103,6 +105,7 @@ class IndexesAPI:
         store.clear_index(index)
         ddl.remove(store.session, store.cid, name)
         self._catalog.delIndex(name)
+        shadow.write(self, "delIndex", name)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
@@ -116,6 +119,7 @@ class IndexesAPI:
         in ZCatalog; until then brains show Missing.Value)."""
         self._catalog.addColumn(name, default_value, threshold)
         self._catalog._p_changed = True
+        shadow.write(self, "addColumn", name, default_value)
 
     @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
@@ -123,6 +127,7 @@ class IndexesAPI:
         """Remove a metadata column."""
         self._catalog.delColumn(name, threshold)
         self._catalog._p_changed = True
+        shadow.write(self, "delColumn", name)
 
     # The ZMI's index and column forms: not published here (this tool has
     # no Indexes or Metadata tab; stock publishes them to Managers, guarded

@@ -13,6 +13,7 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
 from plone.pgcatalog import mirror
+from plone.pgcatalog import shadow
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.writer import DELETE
 
@@ -28,6 +29,8 @@ class IndexingAPI:
     def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
                        pghandler=None):
         """(Re)index ``obj`` under ``uid`` (its physical path by default)."""
+        if shadow.is_shadow(self, obj):
+            return
         if idxs is None:
             idxs = []
         wrapper = obj
@@ -46,6 +49,8 @@ class IndexingAPI:
         elif not isinstance(uid, str):
             raise CatalogError("The object unique id must be a string.")
         self._pgc_catalog_object(wrapper, uid, idxs, update_metadata)
+        shadow.write(self, "catalog_object", obj, uid, idxs, update_metadata,
+                     pghandler)
 
     def _pgc_catalog_object(self, obj, uid, idxs, update_metadata,
                             store=None):
@@ -97,6 +102,7 @@ class IndexingAPI:
         store.session.set_commit_error(store.cid, uid, None)
         store.known.discard(uid)
         mirror.write(self, uid, DELETE)
+        shadow.write(self, "uncatalog_object", uid)
 
     @zpublish(False)
     @security.private

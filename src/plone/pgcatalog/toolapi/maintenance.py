@@ -13,6 +13,7 @@ from zExceptions import BadRequest
 from ZPublisher import zpublish
 
 from plone.pgcatalog import logger
+from plone.pgcatalog import shadow
 from plone.pgcatalog.rebuild import BuildError
 from plone.pgcatalog.rebuild import OnlineRebuild
 
@@ -36,6 +37,7 @@ class MaintenanceAPI:
         # this catalog's pending writes go (another catalog's stay)
         store.session.pending.take_ops(store.cid)
         store.clear()
+        shadow.write(self, "manage_catalogClear")
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)

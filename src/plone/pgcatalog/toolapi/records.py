@@ -7,6 +7,7 @@ from Missing import MV
 from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
+from plone.pgcatalog import shadow
 from plone.pgcatalog.indexes.common import needs_tag
 from plone.pgcatalog.results import make_results
 from plone.pgcatalog.store import rid_key
@@ -74,6 +75,10 @@ class RecordsAPI:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def getIndexDataForRID(self, rid):
+        # a rid of a search result: the primary's (shadow.py)
+        zcatalog = shadow.primary_shadow(self)
+        if zcatalog is not None:
+            return zcatalog.getIndexDataForRID(rid)
         return {name: self._catalog.getIndex(name).getEntryForObject(rid, "")
                 for name in self._catalog._indexes}
 

@@ -9,6 +9,7 @@ from Products.CMFCore.utils import _getAuthenticatedUser
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from ZPublisher import zpublish
 
+from plone.pgcatalog import shadow
 from plone.pgcatalog.query import merge_query_args
 from plone.pgcatalog.search import search
 
@@ -124,6 +125,11 @@ class SearchAPI:
         return self._pgc_search(secured(query))
 
     def _pgc_search(self, query):
+        if shadow.settings(self) is not None:   # shadow mode (shadow.py)
+            return shadow.search(self, query, self._pgc_search_pg)
+        return self._pgc_search_pg(query)
+
+    def _pgc_search_pg(self, query):
         return search(self, self._pgc_store(), query)
 
 

@@ -1,0 +1,364 @@
+"""Verify a catalog against the ZODB, and repair it on request.
+
+Two passes, each in batches of ``batch`` (bounded memory: one batch of rows
+and objects at a time, the ZODB cache trimmed after each batch):
+
+1. The catalog's entries, in rid order (keyset paging): each path is
+   resolved.  Nothing there: ``orphan``.  An object ``clearFindAndRebuild``
+   would not index, or one catalogued under another UID: ``stale_entry``.
+   Otherwise its index values and metadata are computed now, as
+   ``catalog_object`` would (``extract.py``), and compared with the stored
+   ones in their stored (encoded) form: ``stale_value`` names the indexes
+   that differ, ``stale_metadata`` the columns.
+2. The site, walked as ``clearFindAndRebuild`` walks it
+   (``verifywalk.contentish``): an object it would index that has no entry
+   is ``missing``.
+
+Equal values compare equal: index values are compared as the JSON the
+writer stores (numbers by value, so ``jsonb``'s normalization of ``1e20``
+or ``1.50`` does not count, booleans strictly), text index values by
+PostgreSQL as ``tsvector`` values, metadata as encoded JSON, falling back
+to the decoded values' equality when the encodings differ (a pickle of an
+equal value, a DateTime of the same instant in another zone).
+
+Repair (``repair=True``): ``orphan`` and a ``stale_entry`` whose object is
+not to be indexed are uncatalogued, everything else is reindexed in full
+(``catalog_object(obj, path)``) — what ``clearFindAndRebuild`` would have
+made of them, without clearing first.  Up to ``repair_limit`` entries (None:
+all); the rest are counted in ``Report.unrepaired``.  Repeating a repair is
+harmless: a second run finds nothing to do.  ``on_batch()`` runs after each
+batch's repairs (the command line commits there).
+
+See docs/verify.md.
+"""
+import time
+
+import orjson
+from plone.indexer.interfaces import IIndexableObject
+from Products.CMFCore.indexing import processQueue
+from ZODB.POSException import ConflictError
+from zope.component import queryMultiAdapter
+
+from plone.pgcatalog import codec
+from plone.pgcatalog import extract
+from plone.pgcatalog import logger
+from plone.pgcatalog import verifystore
+from plone.pgcatalog.verifywalk import contentish
+from plone.pgcatalog.verifywalk import not_indexed_reason
+from plone.pgcatalog.verifywalk import physical_path
+from plone.pgcatalog.verifywalk import portal_of
+from plone.pgcatalog.verifywalk import resolve
+
+
+KINDS = ("orphan", "missing", "stale_entry", "stale_value",
+         "stale_metadata")
+DEFAULT_BATCH = 500
+DEFAULT_SAMPLE = 20
+#: the index holding an entry's identity (Plone's UUIDIndex)
+UID_INDEX = "UID"
+
+REINDEX = "reindex"
+UNCATALOG = "uncatalog"
+_ABSENT = object()
+
+
+class Report:
+    """What a verification found: ``counts`` per kind, ``samples`` per kind
+    (up to ``sample`` ``(path, detail)`` pairs each), ``entries`` checked,
+    ``objects`` walked, ``repaired`` / ``unrepaired`` entries, ``errors``
+    (objects whose values could not be computed, with ``error_samples``),
+    ``seconds``."""
+
+    def __init__(self, sample=DEFAULT_SAMPLE, repair=False):
+        self.sample = sample
+        self.repair = repair
+        self.counts = dict.fromkeys(KINDS, 0)
+        self.samples = {kind: [] for kind in KINDS}
+        self.entries = 0
+        self.objects = 0
+        self.repaired = 0
+        self.unrepaired = 0
+        self.errors = 0
+        self.error_samples = []
+        self.started = time.time()
+        self.seconds = None
+
+    def add(self, kind, path, detail=""):
+        self.counts[kind] += 1
+        if len(self.samples[kind]) < self.sample:
+            self.samples[kind].append((path, detail))
+
+    def add_error(self, path, detail):
+        self.errors += 1
+        if len(self.error_samples) < self.sample:
+            self.error_samples.append((path, detail))
+
+    @property
+    def total(self):
+        """Differences found (an entry can count in two kinds: a stale
+        value and stale metadata)."""
+        return sum(self.counts.values())
+
+    @property
+    def clean(self):
+        return self.total == 0 and self.errors == 0
+
+    def finish(self):
+        self.seconds = time.time() - self.started
+        return self
+
+    def to_dict(self):
+        return {"clean": self.clean, "counts": dict(self.counts),
+                "samples": {k: [list(s) for s in v]
+                            for k, v in self.samples.items()},
+                "entries": self.entries, "objects": self.objects,
+                "repair": self.repair, "repaired": self.repaired,
+                "unrepaired": self.unrepaired, "errors": self.errors,
+                "error_samples": [list(s) for s in self.error_samples],
+                "started": self.started, "seconds": self.seconds}
+
+    def summary(self):
+        """The report as lines of text."""
+        lines = ["%s: %d catalog entries checked, %d site objects walked%s"
+                 % ("clean" if self.clean else "differences",
+                    self.entries, self.objects,
+                    "" if self.seconds is None
+                    else " in %.1f s" % self.seconds)]
+        for kind in KINDS:
+            lines.append("  %-15s %d" % (kind, self.counts[kind]))
+            for path, detail in self.samples[kind]:
+                lines.append("      %s%s" % (path, detail and
+                                             "  (%s)" % detail))
+        if self.errors:
+            lines.append("  %-15s %d" % ("errors", self.errors))
+            for path, detail in self.error_samples:
+                lines.append("      %s  (%s)" % (path, detail))
+        if self.repair:
+            lines.append("repaired %d, left %d" % (self.repaired,
+                                                   self.unrepaired))
+        return lines
+
+
+def same(a, b):
+    """JSON values ``a`` and ``b`` are equal as the catalog stores them:
+    numbers by value (``jsonb`` prints ``1e20`` as an integer), booleans
+    only as booleans, arrays and objects member by member."""
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    if type(a) is dict and type(b) is dict:
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def same_column(stored, computed):
+    """Metadata values equal: encoded, else decoded."""
+    if same(stored, computed):
+        return True
+    if stored is _ABSENT or computed is _ABSENT:
+        return False
+    try:
+        return codec.decode(stored) == codec.decode(computed)
+    except ConflictError:
+        raise
+    except Exception:  # an undecodable stored value is a difference
+        return False
+
+
+def indexable(catalog, obj):
+    """``obj`` wrapped as ``catalog_object`` wraps it."""
+    if IIndexableObject.providedBy(obj):
+        return obj
+    found = queryMultiAdapter((obj, catalog), IIndexableObject)
+    return obj if found is None else found
+
+
+class Verifier:
+    """One verification of ``catalog`` (see the module docstring)."""
+
+    def __init__(self, catalog, batch=DEFAULT_BATCH, repair=False,
+                 repair_limit=None, sample=DEFAULT_SAMPLE,
+                 on_difference=None, on_batch=None, progress=None):
+        batch = int(batch)
+        if batch < 1:
+            raise ValueError("batch must be at least 1, not %r" % batch)
+        if repair_limit is not None and int(repair_limit) < 0:
+            raise ValueError("repair_limit must not be negative")
+        self.catalog = catalog
+        self.batch = batch
+        self.repair_limit = repair_limit
+        self.on_difference = on_difference
+        self.on_batch = on_batch
+        self.progress = progress
+        self.report = Report(sample, repair)
+        self.config = catalog._catalog
+        self.portal = portal_of(catalog)
+        self.portal_path = physical_path(self.portal)
+        self.root = catalog.getPhysicalRoot()
+
+    def run(self):
+        processQueue()  # CMFCore's queued (re)indexing goes first
+        self.check_entries()
+        self.find_missing()
+        return self.report.finish()
+
+    # -- differences and repairs ---------------------------------------------
+    def _found(self, kind, path, detail, todo, action, obj=None):
+        self.report.add(kind, path, detail)
+        if self.on_difference is not None:
+            self.on_difference(kind, path, detail)
+        if path not in todo or action == UNCATALOG:
+            todo[path] = (action, obj)
+
+    def _repair(self, todo):
+        report = self.report
+        for path, (action, obj) in todo.items():
+            if not report.repair or (self.repair_limit is not None
+                                     and report.repaired >= self.repair_limit):
+                report.unrepaired += 1
+                continue
+            if action == UNCATALOG:
+                self.catalog.uncatalog_object(path)
+            else:
+                self.catalog.catalog_object(obj, path)
+            report.repaired += 1
+
+    def _end_batch(self, phase, todo):
+        self._repair(todo)
+        if self.on_batch is not None:
+            self.on_batch()
+        jar = self.catalog._p_jar
+        if jar is not None:
+            jar.cacheGC()
+        if self.progress is not None:
+            self.progress(phase, self.report)
+
+    # -- pass 1: the catalog's entries ----------------------------------------
+    def check_entries(self):
+        after = None
+        while True:
+            store = self.catalog._pgc_store()
+            entries = verifystore.entries_after(store, after, self.batch)
+            if not entries:
+                return
+            after = entries[-1].rid
+            todo = {}
+            texts = []
+            found = {}
+            for entry in entries:
+                self.report.entries += 1
+                self._check_entry(entry, todo, texts, found)
+            for rid, name in verifystore.text_mismatches(store, texts):
+                found[rid][1].append(name)
+            for entry in entries:
+                if entry.rid not in found:
+                    continue
+                obj, values, columns = found[entry.rid]
+                if values:
+                    self._found("stale_value", entry.path,
+                                "indexes: " + ", ".join(sorted(values)),
+                                todo, REINDEX, obj)
+                if columns:
+                    self._found("stale_metadata", entry.path,
+                                "columns: " + ", ".join(columns), todo,
+                                REINDEX, obj)
+            self._end_batch("entries", todo)
+
+    def _check_entry(self, entry, todo, texts, found):
+        path = entry.path
+        obj = resolve(self.root, path)
+        if obj is None:
+            self._found("orphan", path, "nothing at this path", todo,
+                        UNCATALOG)
+            return
+        reason = not_indexed_reason(obj, self.catalog, self.portal_path)
+        if reason is not None:
+            self._found("stale_entry", path, reason, todo, UNCATALOG)
+            return
+        wrapper = indexable(self.catalog, obj)
+        try:
+            _, idx_set, _, text_set, _ = extract.index_values(
+                self.config, wrapper, [])
+            meta, _ = extract.metadata(self.config, wrapper)
+        except ConflictError:
+            raise
+        except Exception as exc:
+            logger.exception("verify: cannot compute the values of %s", path)
+            self.report.add_error(path, "%s: %s" % (type(exc).__name__, exc))
+            return
+        stored = orjson.loads(entry.idx) if entry.idx else {}
+        expected = orjson.loads(orjson.dumps(idx_set))
+        uid_was = stored.get(UID_INDEX, _ABSENT)
+        uid_is = expected.get(UID_INDEX, _ABSENT)
+        if (UID_INDEX in self.config._indexes and uid_was is not _ABSENT
+                and uid_is is not _ABSENT and not same(uid_was, uid_is)):
+            self._found("stale_entry", path, "catalogued as UID %s, the "
+                        "object's is %s" % (uid_was, uid_is), todo, REINDEX,
+                        obj)
+            return
+        values = []
+        for name in self.config._indexes:
+            storage = self.config.getIndex(name).pgc_storage
+            if storage == "idx":
+                if not same(stored.get(name, _ABSENT),
+                            expected.get(name, _ABSENT)):
+                    values.append(name)
+            elif storage == "text":
+                want = name in text_set
+                if want != (name in entry.text_names):
+                    values.append(name)
+                elif want:
+                    texts.append((entry.rid, name, text_set[name]))
+        found[entry.rid] = (obj, values, self._columns(entry.meta, meta))
+
+    def _columns(self, stored_text, computed_text):
+        """Metadata columns whose stored value differs."""
+        names = list(self.config.names)
+        if stored_text is None:
+            return names
+        stored = orjson.loads(stored_text)
+        computed = orjson.loads(computed_text)
+        return [n for n in names
+                if not same_column(stored.get(n, _ABSENT),
+                                   computed.get(n, _ABSENT))]
+
+    # -- pass 2: the site's objects ---------------------------------------------
+    def find_missing(self):
+        batch = []
+        for path, obj in contentish(self.portal, self.catalog):
+            self.report.objects += 1
+            batch.append((path, obj))
+            if len(batch) >= self.batch:
+                self._missing(batch)
+                batch = []
+        if batch:
+            self._missing(batch)
+
+    def _missing(self, batch):
+        store = self.catalog._pgc_store()
+        present = verifystore.catalogued(store, [p for p, _ in batch])
+        todo = {}
+        for path, obj in batch:
+            if path not in present:
+                self._found("missing", path, "", todo, REINDEX, obj)
+        self._end_batch("objects", todo)
+
+
+def verify(catalog, **options):
+    """Verify ``catalog`` (options: see :class:`Verifier`); the Report."""
+    return Verifier(catalog, **options).run()
+
+
+#: catalog key -> the last Report of this process (the ZMI's "Verify" tab)
+_last_reports = {}
+
+
+def remember(catalog, report):
+    _last_reports[catalog._pgc_key] = report
+
+
+def last_report(catalog):
+    return _last_reports.get(catalog._pgc_key)

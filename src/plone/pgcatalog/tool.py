@@ -44,11 +44,12 @@ from plone.pgcatalog.toolapi.indexing import IndexingAPI
 from plone.pgcatalog.toolapi.maintenance import MaintenanceAPI
 from plone.pgcatalog.toolapi.records import RecordsAPI
 from plone.pgcatalog.toolapi.searching import SearchAPI
+from plone.pgcatalog.toolapi.verifying import VerifyAPI
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
 class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
-                    MaintenanceAPI, UniqueObject, Folder):
+                    MaintenanceAPI, VerifyAPI, UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"
@@ -72,6 +73,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
+        {"action": "manage_catalogVerify", "label": "Verify"},
     ) + tuple(o for o in Folder.manage_options[1:] if o["label"] != "View")
 
     def __init__(self, id=None):

@@ -362,3 +362,8 @@ def remember(catalog, report):
 
 def last_report(catalog):
     return _last_reports.get(catalog._pgc_key)
+
+
+def forget_reports():
+    """Forget every remembered report (tests)."""
+    _last_reports.clear()

@@ -69,6 +69,7 @@ setup(
         "z3c.autoinclude.plugin": ["target = plone"],
         "console_scripts": [
             "pgcatalog-testrunner = plone.pgcatalog.testing.runner:main",
+            "pgcatalog-verify = plone.pgcatalog.cli.verify:main",
         ],
     },
 )

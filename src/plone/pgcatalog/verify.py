@@ -16,7 +16,9 @@ and objects at a time, the ZODB cache trimmed after each batch):
 
 Equal values compare equal: index values are compared as the JSON the
 writer stores (numbers by value, so ``jsonb``'s normalization of ``1e20``
-or ``1.50`` does not count, booleans strictly), text index values by
+or ``1.50`` does not count, booleans strictly; keyword lists as multisets,
+without plone.dexterity's generated schema names: ``VOLATILE_PREFIXES``),
+text index values by
 PostgreSQL as ``tsvector`` values, metadata as encoded JSON, falling back
 to the decoded values' equality when the encodings differ (a pickle of an
 equal value, a DateTime of the same instant in another zone).
@@ -56,6 +58,14 @@ DEFAULT_BATCH = 500
 DEFAULT_SAMPLE = 20
 #: the index holding an entry's identity (Plone's UUIDIndex)
 UID_INDEX = "UID"
+
+#: members of keyword values that differ between processes for the same
+#: object and are never searched for: the dotted names of plone.dexterity's
+#: generated schema interfaces (``object_provides``) carry the FTI's
+#: modification stamp as the indexing process saw it (``plone_0_Document``
+#: in the process that made the type, ``plone_5_<stamp>_..._Document`` in
+#: every other)
+VOLATILE_PREFIXES = ("plone.dexterity.schema.generated.",)
 
 REINDEX = "reindex"
 UNCATALOG = "uncatalog"
@@ -152,6 +162,35 @@ def same(a, b):
     if type(a) is dict and type(b) is dict:
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def _canonical(value):
+    """``value`` (JSON) as comparable text: integral floats as integers
+    (what ``jsonb`` prints), object keys sorted."""
+    def norm(v):
+        if type(v) is float and v.is_integer() and abs(v) < 2 ** 63:
+            return int(v)
+        if type(v) is list:
+            return [norm(x) for x in v]
+        if type(v) is dict:
+            return {k: norm(x) for k, x in v.items()}
+        return v
+    return orjson.dumps(norm(value), option=orjson.OPT_SORT_KEYS)
+
+
+def _volatile(value):
+    return type(value) is str and value.startswith(VOLATILE_PREFIXES)
+
+
+def same_value(multi, stored, computed):
+    """Index values equal: a multi-valued index's lists (KeywordIndex: a
+    set's order, which differs between processes) as multisets, without
+    the volatile members (see VOLATILE_PREFIXES)."""
+    if multi and type(stored) is list and type(computed) is list:
+        return (sorted(_canonical(v) for v in stored if not _volatile(v))
+                == sorted(_canonical(v) for v in computed
+                          if not _volatile(v)))
+    return same(stored, computed)
 
 
 def same_column(stored, computed):
@@ -303,8 +342,9 @@ class Verifier:
         for name in self.config._indexes:
             storage = self.config.getIndex(name).pgc_storage
             if storage == "idx":
-                if not same(stored.get(name, _ABSENT),
-                            expected.get(name, _ABSENT)):
+                if not same_value(self.config.getIndex(name).pgc_multi,
+                                  stored.get(name, _ABSENT),
+                                  expected.get(name, _ABSENT)):
                     values.append(name)
             elif storage == "text":
                 want = name in text_set

@@ -1,0 +1,1 @@
+"""Command-line entries (cron jobs, deployment steps)."""

@@ -265,6 +265,17 @@ class TestRepair(VerifyCase):
         self.assertTrue(third.clean)
         self.assertEqual(third.repaired, 0)
 
+    def test_quick_finds_entries_but_not_values(self):
+        self.plant_everything()
+        report = self.verify(values=False, repair=True)
+        self.assertEqual(report.counts, {
+            "orphan": 1, "missing": 1, "stale_entry": 2, "stale_value": 0,
+            "stale_metadata": 0})
+        self.assertEqual(report.repaired, 4)
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f/d0"],
+                                  "stale_metadata": ["/plone/f/d3"]})
+
     def test_bounded_repair_says_what_remains(self):
         self.plant_everything()
         report = self.verify(repair=True, repair_limit=4)

@@ -78,6 +78,17 @@ class TestRun(unittest.TestCase):
         self.assertIsNone(self.catalog.getrid("/plone/c2"))
         self.assertEqual(self.run_cli()[0], cli.CLEAN)
 
+    def test_quick(self):
+        self.portal.c3.title = "Changed behind the catalog's back"
+        self.catalog.uncatalog_object("/plone/c4")
+        transaction.commit()
+        status, out = self.run_cli("--quick", "--list")
+        self.assertEqual(status, cli.DIFFERENCES)
+        self.assertEqual(out.splitlines()[0], "missing\t/plone/c4\t")
+        self.assertIn("stale_value     0", out)
+        status, out = self.run_cli("--list")
+        self.assertIn("stale_value\t/plone/c3\t", out)
+
     def test_no_such_site(self):
         args = cli.parser().parse_args(["--zope-conf", "x", "--site", "nope"])
         with self.assertRaises(cli.CommandError):

@@ -23,6 +23,11 @@ PostgreSQL as ``tsvector`` values, metadata as encoded JSON, falling back
 to the decoded values' equality when the encodings differ (a pickle of an
 equal value, a DateTime of the same instant in another zone).
 
+``values=False`` (the command's ``--quick``) skips the comparison of
+values: only ``orphan``, ``missing`` and ``stale_entry`` are looked for, and
+no indexer runs but the UID's (the cost of computing every index value and
+metadata column is most of a full verification's).
+
 Repair (``repair=True``): ``orphan`` and a ``stale_entry`` whose object is
 not to be indexed are uncatalogued, everything else is reindexed in full
 (``catalog_object(obj, path)``) — what ``clearFindAndRebuild`` would have
@@ -220,7 +225,8 @@ class Verifier:
 
     def __init__(self, catalog, batch=DEFAULT_BATCH, repair=False,
                  repair_limit=None, sample=DEFAULT_SAMPLE,
-                 on_difference=None, on_batch=None, progress=None):
+                 on_difference=None, on_batch=None, progress=None,
+                 values=True):
         batch = int(batch)
         if batch < 1:
             raise ValueError("batch must be at least 1, not %r" % batch)
@@ -232,6 +238,9 @@ class Verifier:
         self.on_difference = on_difference
         self.on_batch = on_batch
         self.progress = progress
+        #: compare index values and metadata (False: orphans, missing and
+        #: stale entries only, much faster: no indexer runs but the UID's)
+        self.values = values
         self.report = Report(sample, repair)
         self.config = catalog._catalog
         self.portal = portal_of(catalog)
@@ -319,9 +328,13 @@ class Verifier:
             return
         wrapper = indexable(self.catalog, obj)
         try:
-            _, idx_set, _, text_set, _ = extract.index_values(
-                self.config, wrapper, [])
-            meta, _ = extract.metadata(self.config, wrapper)
+            if self.values:
+                _, idx_set, _, text_set, _ = extract.index_values(
+                    self.config, wrapper, [])
+                meta, _ = extract.metadata(self.config, wrapper)
+            else:  # the identity only
+                _, idx_set, _, _, _ = extract.index_values(
+                    self.config, wrapper, [UID_INDEX])
         except ConflictError:
             raise
         except Exception as exc:
@@ -337,6 +350,8 @@ class Verifier:
             self._found("stale_entry", path, "catalogued as UID %s, the "
                         "object's is %s" % (uid_was, uid_is), todo, REINDEX,
                         obj)
+            return
+        if not self.values:
             return
         values = []
         for name in self.config._indexes:

@@ -2,7 +2,7 @@
 it), from the command line::
 
     pgcatalog-verify --zope-conf etc/zope.conf --site Plone [--repair]
-                     [--batch 500] [--json] [--list] [--sample 20]
+                     [--quick] [--batch 500] [--json] [--list] [--sample 20]
 
 Opens the Zope application from the zope.conf (as ``zconsole`` does: a
 request, the system user), verifies the site's ``portal_catalog`` in
@@ -64,6 +64,10 @@ def parser():
     p.add_argument("--batch", type=_positive, default=verify.DEFAULT_BATCH,
                    metavar="N", help="entries/objects per batch (default "
                                      "%(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help="look for orphans, missing and stale entries only "
+                        "(no index values or metadata compared: much "
+                        "faster)")
     p.add_argument("--json", action="store_true",
                    help="print the report as JSON")
     p.add_argument("--list", action="store_true",
@@ -136,7 +140,7 @@ def run(app, args, out=None, err=None):
         report = catalog.pgc_verify(
             repair=args.repair, batch=args.batch, sample=args.sample,
             on_difference=on_difference, on_batch=end_batch,
-            progress=progress)
+            progress=progress, values=not args.quick)
         end_batch()
     finally:
         setSite(previous)

@@ -38,14 +38,15 @@ class VerifyAPI:
     @security.protected(manage_zcatalog_entries)
     def pgc_verify(self, repair=False, repair_limit=None,
                    batch=verify.DEFAULT_BATCH, sample=verify.DEFAULT_SAMPLE,
-                   on_difference=None, on_batch=None, progress=None):
+                   on_difference=None, on_batch=None, progress=None,
+                   values=True):
         """Compare this catalog with the ZODB (and repair it if ``repair``);
         the :class:`plone.pgcatalog.verify.Report`, kept as this process's
         last report."""
         report = verify.verify(
             self, repair=repair, repair_limit=repair_limit, batch=batch,
             sample=sample, on_difference=on_difference, on_batch=on_batch,
-            progress=progress)
+            progress=progress, values=values)
         verify.remember(self, report)
         return report
 

@@ -19,8 +19,10 @@ the storage, as on a site verified after a restart):
    third orphans), committing per batch as ``pgcatalog-verify`` does;
 3. a second ``verify`` (clean again).
 
-Prints one line per measurement (seconds, ms per 1,000 objects) and the
-peak RSS of the process; ``--json PATH`` writes them.  Per 1,000 objects
+Prints one line per measurement (seconds, ms per 1,000 objects, and the
+CPU time of this process per 1,000 objects: the Python side, less
+sensitive to a busy machine than the wall time) and the peak RSS of the
+process; ``--json PATH`` writes them.  Per 1,000 objects
 is the number to extrapolate from: both passes are linear (one batch of
 rows, one batch of objects at a time).
 """
@@ -129,16 +131,20 @@ class Session:
 def timed(db, label, objects, func, results):
     with Session(db) as s:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         report = func(s.site.portal_catalog)
         seconds = time.perf_counter() - t0
+        cpu = time.process_time() - c0
     per_k = seconds * 1000.0 / objects * 1000.0 if objects else 0.0
-    line = "%-34s %8.2f s  %8.1f ms / 1,000 objects" % (label, seconds,
-                                                         per_k)
+    cpu_k = cpu * 1000.0 / objects * 1000.0 if objects else 0.0
+    line = "%-34s %7.2f s  %7.0f ms / 1,000 objects (CPU %5.0f ms)" % (
+        label, seconds, per_k, cpu_k)
     if report is not None:
         line += "  (%d entries, %d objects, %d differences, %d repaired)" % (
             report.entries, report.objects, report.total, report.repaired)
     print(line, flush=True)
     results[label] = {"seconds": seconds, "ms_per_1000": per_k,
+                      "cpu_ms_per_1000": cpu_k,
                       "report": None if report is None else {
                           "counts": report.counts, "entries": report.entries,
                           "objects": report.objects,

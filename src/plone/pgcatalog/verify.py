@@ -38,8 +38,6 @@ batch's repairs (the command line commits there).
 
 See docs/verify.md.
 """
-import time
-
 import orjson
 from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.indexing import processQueue
@@ -50,6 +48,12 @@ from plone.pgcatalog import codec
 from plone.pgcatalog import extract
 from plone.pgcatalog import logger
 from plone.pgcatalog import verifystore
+from plone.pgcatalog.verifyreport import DEFAULT_SAMPLE
+from plone.pgcatalog.verifyreport import forget_reports  # noqa: F401
+from plone.pgcatalog.verifyreport import KINDS  # noqa: F401
+from plone.pgcatalog.verifyreport import last_report  # noqa: F401
+from plone.pgcatalog.verifyreport import remember  # noqa: F401
+from plone.pgcatalog.verifyreport import Report
 from plone.pgcatalog.verifywalk import contentish
 from plone.pgcatalog.verifywalk import not_indexed_reason
 from plone.pgcatalog.verifywalk import physical_path
@@ -57,10 +61,7 @@ from plone.pgcatalog.verifywalk import portal_of
 from plone.pgcatalog.verifywalk import resolve
 
 
-KINDS = ("orphan", "missing", "stale_entry", "stale_value",
-         "stale_metadata")
 DEFAULT_BATCH = 500
-DEFAULT_SAMPLE = 20
 #: the index holding an entry's identity (Plone's UUIDIndex)
 UID_INDEX = "UID"
 
@@ -75,83 +76,6 @@ VOLATILE_PREFIXES = ("plone.dexterity.schema.generated.",)
 REINDEX = "reindex"
 UNCATALOG = "uncatalog"
 _ABSENT = object()
-
-
-class Report:
-    """What a verification found: ``counts`` per kind, ``samples`` per kind
-    (up to ``sample`` ``(path, detail)`` pairs each), ``entries`` checked,
-    ``objects`` walked, ``repaired`` / ``unrepaired`` entries, ``errors``
-    (objects whose values could not be computed, with ``error_samples``),
-    ``seconds``."""
-
-    def __init__(self, sample=DEFAULT_SAMPLE, repair=False):
-        self.sample = sample
-        self.repair = repair
-        self.counts = dict.fromkeys(KINDS, 0)
-        self.samples = {kind: [] for kind in KINDS}
-        self.entries = 0
-        self.objects = 0
-        self.repaired = 0
-        self.unrepaired = 0
-        self.errors = 0
-        self.error_samples = []
-        self.started = time.time()
-        self.seconds = None
-
-    def add(self, kind, path, detail=""):
-        self.counts[kind] += 1
-        if len(self.samples[kind]) < self.sample:
-            self.samples[kind].append((path, detail))
-
-    def add_error(self, path, detail):
-        self.errors += 1
-        if len(self.error_samples) < self.sample:
-            self.error_samples.append((path, detail))
-
-    @property
-    def total(self):
-        """Differences found (an entry can count in two kinds: a stale
-        value and stale metadata)."""
-        return sum(self.counts.values())
-
-    @property
-    def clean(self):
-        return self.total == 0 and self.errors == 0
-
-    def finish(self):
-        self.seconds = time.time() - self.started
-        return self
-
-    def to_dict(self):
-        return {"clean": self.clean, "counts": dict(self.counts),
-                "samples": {k: [list(s) for s in v]
-                            for k, v in self.samples.items()},
-                "entries": self.entries, "objects": self.objects,
-                "repair": self.repair, "repaired": self.repaired,
-                "unrepaired": self.unrepaired, "errors": self.errors,
-                "error_samples": [list(s) for s in self.error_samples],
-                "started": self.started, "seconds": self.seconds}
-
-    def summary(self):
-        """The report as lines of text."""
-        lines = ["%s: %d catalog entries checked, %d site objects walked%s"
-                 % ("clean" if self.clean else "differences",
-                    self.entries, self.objects,
-                    "" if self.seconds is None
-                    else " in %.1f s" % self.seconds)]
-        for kind in KINDS:
-            lines.append("  %-15s %d" % (kind, self.counts[kind]))
-            for path, detail in self.samples[kind]:
-                lines.append("      %s%s" % (path, detail and
-                                             "  (%s)" % detail))
-        if self.errors:
-            lines.append("  %-15s %d" % ("errors", self.errors))
-            for path, detail in self.error_samples:
-                lines.append("      %s  (%s)" % (path, detail))
-        if self.repair:
-            lines.append("repaired %d, left %d" % (self.repaired,
-                                                   self.unrepaired))
-        return lines
 
 
 def same(a, b):
@@ -405,20 +329,3 @@ class Verifier:
 def verify(catalog, **options):
     """Verify ``catalog`` (options: see :class:`Verifier`); the Report."""
     return Verifier(catalog, **options).run()
-
-
-#: catalog key -> the last Report of this process (the ZMI's "Verify" tab)
-_last_reports = {}
-
-
-def remember(catalog, report):
-    _last_reports[catalog._pgc_key] = report
-
-
-def last_report(catalog):
-    return _last_reports.get(catalog._pgc_key)
-
-
-def forget_reports():
-    """Forget every remembered report (tests)."""
-    _last_reports.clear()

@@ -327,3 +327,26 @@ class TestComments(VerifyCase):
         self.assertFound(report, {"missing": [self.path]})
         self.assertIsNotNone(self.catalog.getrid(self.path))
         self.assertTrue(self.verify().clean)
+
+
+class TestSettings(unittest.TestCase):
+
+    def test_zmi_settings(self):
+        from unittest import mock
+
+        from plone.pgcatalog import config
+        from plone.pgcatalog.errors import ConfigurationError
+        self.assertEqual(config.get_verify_zmi_max_entries(), 5000)
+        self.assertEqual(config.get_verify_zmi_repair_limit(), 1000)
+        for value in ("many", "-1", "1.5"):
+            with self.subTest(value=value):
+                with mock.patch.dict("os.environ", {
+                        "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES": value,
+                        "PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT": value}):
+                    with self.assertRaises(ConfigurationError):
+                        config.get_verify_zmi_max_entries()
+                    with self.assertRaises(ConfigurationError):
+                        config.get_verify_zmi_repair_limit()
+        with mock.patch.dict("os.environ", {
+                "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES": "0"}):
+            self.assertEqual(config.get_verify_zmi_max_entries(), 0)

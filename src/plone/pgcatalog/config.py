@@ -167,7 +167,7 @@ def get_cache_mb():
     return float(value) if value else DEFAULT_CACHE_MB
 
 
-DEFAULT_VERIFY_ZMI_MAX_ENTRIES = 20000
+DEFAULT_VERIFY_ZMI_MAX_ENTRIES = 5000
 DEFAULT_VERIFY_ZMI_REPAIR_LIMIT = 1000
 
 
@@ -188,7 +188,7 @@ def _count_setting(name, env, default):
 def get_verify_zmi_max_entries():
     """The ZMI's "Verify" tab verifies catalogs of up to this many entries
     in the request (``verify-zmi-max-entries`` /
-    ``PGCATALOG_VERIFY_ZMI_MAX_ENTRIES``; default 20000); larger ones are
+    ``PGCATALOG_VERIFY_ZMI_MAX_ENTRIES``; default 5000); larger ones are
     verified with ``pgcatalog-verify`` (docs/verify.md)."""
     return _count_setting("verify-zmi-max-entries",
                           "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES",

@@ -284,6 +284,51 @@ class TestRepair(VerifyCase):
         self.assertEqual((second.repaired, second.unrepaired), (2, 0))
         self.assertTrue(self.verify().clean)
 
+    def test_an_object_whose_values_fail(self):
+        from plone.indexer import indexer
+        from plone.indexer.interfaces import IIndexer
+        from zope.component import getGlobalSiteManager
+        from zope.interface import Interface
+        failing = []
+
+        @indexer(Interface)
+        def broken(obj):
+            if getattr(obj, "id", None) in failing:
+                raise RuntimeError("this indexer fails")
+            return "fine"
+
+        gsm = getGlobalSiteManager()
+        gsm.registerAdapter(broken, name="broken_column",
+                            provided=IIndexer)
+        try:
+            self.catalog.addColumn("broken_column")
+            self.catalog.clearFindAndRebuild()
+            processQueue()
+            self.assertTrue(self.verify().clean)
+            failing.append("d5")
+            self.catalog.uncatalog_object("/plone/f/d5")
+            self.catalog.uncatalog_object("/plone/f/d4")
+            report = self.verify(repair=True)
+            # d5's repair fails, is counted, the rest goes on
+            self.assertEqual(report.counts["missing"], 2)
+            self.assertEqual(report.errors, 1)
+            self.assertIn("this indexer fails", report.error_samples[0][1])
+            self.assertEqual((report.repaired, report.unrepaired), (1, 1))
+            self.assertFalse(report.clean)
+            self.assertIsNotNone(self.catalog.getrid("/plone/f/d4"))
+            self.assertIsNone(self.catalog.getrid("/plone/f/d5"))
+            # d5 catalogued again: now its values cannot be computed
+            failing.remove("d5")
+            self.catalog.catalog_object(self.portal.f.d5)
+            failing.append("d5")
+            report = self.verify()
+            self.assertEqual(report.total, 0)
+            self.assertEqual(report.errors, 1)
+            self.assertEqual(report.error_samples[0][0], "/plone/f/d5")
+        finally:
+            gsm.unregisterAdapter(broken, name="broken_column",
+                                  provided=IIndexer)
+
     def test_on_batch_runs_after_each_batch(self):
         calls = []
         self.verify(batch=4, on_batch=lambda: calls.append(1))

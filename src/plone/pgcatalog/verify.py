@@ -192,10 +192,21 @@ class Verifier:
                                      and report.repaired >= self.repair_limit):
                 report.unrepaired += 1
                 continue
-            if action == UNCATALOG:
-                self.catalog.uncatalog_object(path)
-            else:
-                self.catalog.catalog_object(obj, path)
+            try:
+                if action == UNCATALOG:
+                    self.catalog.uncatalog_object(path)
+                else:
+                    # buffered only once every value is computed: a failing
+                    # indexer leaves the entry as it was
+                    self.catalog.catalog_object(obj, path)
+            except ConflictError:
+                raise
+            except Exception as exc:
+                logger.exception("verify: cannot repair %s", path)
+                report.add_error(path, "repair: %s: %s"
+                                 % (type(exc).__name__, exc))
+                report.unrepaired += 1
+                continue
             report.repaired += 1
 
     def _end_batch(self, phase, todo):

@@ -276,6 +276,37 @@ class TestRepair(VerifyCase):
         self.assertFound(report, {"stale_value": ["/plone/f/d0"],
                                   "stale_metadata": ["/plone/f/d3"]})
 
+    def test_repairs_confirmed_in_a_fresh_look(self):
+        # what the batch found is fixed by the site before the repair
+        # (another transaction, as on a live site): nothing is undone
+        f = self.portal.f
+        d2 = f.d2
+        f._delObject("d2", suppress_events=True)                   # orphan
+        self.catalog.uncatalog_object("/plone/f/d1")                # missing
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"other\"]') WHERE path = {}", ident(schema.ENTRIES),
+                   "/plone/f/d0")                                   # value
+        self.catalog.uncatalog_object("/plone/f/d3")       # stays missing
+        fixed = []
+
+        def fresh():
+            if not fixed:
+                f._setObject("d2", d2, suppress_events=True)
+                self.catalog.catalog_object(f.d1)
+                self.catalog.catalog_object(f.d0)
+            fixed.append(1)
+
+        report = self.verify(repair=True, fresh=fresh, batch=50)
+        # (d1 was catalogued by the "site" before the walk reached it)
+        self.assertEqual(report.counts, {
+            "orphan": 1, "missing": 1, "stale_entry": 0, "stale_value": 1,
+            "stale_metadata": 0})
+        self.assertEqual(len(fixed), 2)  # once per batch with differences
+        self.assertEqual(report.repaired, 1)  # d3 only
+        self.assertIsNotNone(self.catalog.getrid("/plone/f/d2"))
+        self.assertIsNotNone(self.catalog.getrid("/plone/f/d3"))
+        self.assertTrue(self.verify().clean)
+
     def test_bounded_repair_says_what_remains(self):
         self.plant_everything()
         report = self.verify(repair=True, repair_limit=4)

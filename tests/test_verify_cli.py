@@ -89,6 +89,63 @@ class TestRun(unittest.TestCase):
         status, out = self.run_cli("--list")
         self.assertIn("stale_value\t/plone/c3\t", out)
 
+    def test_repair_conflicts_with_a_concurrent_edit(self):
+        from ZODB.POSException import ConflictError
+
+        from plone.pgcatalog import verify
+        self.portal.c1.title = "Changed behind the catalog's back"
+        transaction.commit()
+        report = verify.verify(self.catalog, repair=True)
+        self.assertEqual(report.repaired, 1)
+        # meanwhile another transaction edits the object: the repair wrote
+        # the catalog from the state it read, so its commit must fail
+        tm = transaction.TransactionManager()
+        conn = self.app._p_jar.db().open(transaction_manager=tm)
+        try:
+            conn.root()["Application"].plone.c1.title = "Edited meanwhile"
+            tm.commit()
+        finally:
+            conn.close()
+        with self.assertRaises(ConflictError):
+            transaction.commit()
+        transaction.abort()
+        # the retry repairs from the new state
+        report = verify.verify(self.catalog, repair=True)
+        transaction.commit()
+        self.assertEqual(
+            self.catalog.unrestrictedSearchResults(path="/plone/c1")[0].Title,
+            "Edited meanwhile")
+        self.assertTrue(verify.verify(self.catalog).clean)
+
+    def test_a_conflicting_batch_is_undone_and_reported(self):
+        from plone.pgcatalog import verify
+        self.portal.c1.title = "Changed behind the catalog's back"
+        transaction.commit()
+        original = verify.read_current
+
+        def and_edit_meanwhile(obj):
+            original(obj)
+            tm = transaction.TransactionManager()
+            conn = self.app._p_jar.db().open(transaction_manager=tm)
+            try:
+                conn.root()["Application"].plone.c1.title = "Edited meanwhile"
+                tm.commit()
+            finally:
+                conn.close()
+
+        with unittest.mock.patch.object(verify, "read_current",
+                                        and_edit_meanwhile):
+            status, out = self.run_cli("--repair")
+        self.assertEqual(status, cli.DIFFERENCES)
+        self.assertIn("1 batches conflicted with concurrent changes", out)
+        self.assertEqual(self.catalog.unrestrictedSearchResults(
+            path="/plone/c1")[0].Title, "Doc 1")
+        status, out = self.run_cli("--repair")
+        self.assertIn("repaired 1, left 0", out)
+        self.assertEqual(self.catalog.unrestrictedSearchResults(
+            path="/plone/c1")[0].Title, "Edited meanwhile")
+        self.assertEqual(self.run_cli()[0], cli.CLEAN)
+
     def test_no_such_site(self):
         args = cli.parser().parse_args(["--zope-conf", "x", "--site", "nope"])
         with self.assertRaises(cli.CommandError):

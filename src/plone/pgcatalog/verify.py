@@ -31,7 +31,13 @@ metadata column is most of a full verification's).
 Repair (``repair=True``): ``orphan`` and a ``stale_entry`` whose object is
 not to be indexed are uncatalogued, everything else is reindexed in full
 (``catalog_object(obj, path)``) — what ``clearFindAndRebuild`` would have
-made of them, without clearing first.  Up to ``repair_limit`` entries (None:
+made of them, without clearing first.  A repair makes the ZODB commit fail
+(ConflictError) if a repaired object changed since it was read
+(``read_current``); with ``fresh`` (the command gives ``transaction.abort``),
+each batch's differences are looked at again in a new transaction before
+they are repaired, so a verification running beside a live site does not
+undo what the site committed meanwhile (the two snapshots of a transaction
+are taken a moment apart).  Up to ``repair_limit`` entries (None:
 all); the rest are counted in ``Report.unrepaired``.  Repeating a repair is
 harmless: a second run finds nothing to do.  ``on_batch()`` runs after each
 batch's repairs (the command line commits there).
@@ -39,6 +45,7 @@ batch's repairs (the command line commits there).
 See docs/verify.md.
 """
 import orjson
+from Acquisition import aq_base
 from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.indexing import processQueue
 from ZODB.POSException import ConflictError
@@ -144,13 +151,28 @@ def indexable(catalog, obj):
     return obj if found is None else found
 
 
+def read_current(obj):
+    """Have the ZODB commit fail with a ConflictError if ``obj`` changed
+    since this transaction read it: a repair writes the catalog from the
+    object's state, and no ZODB write of ours would conflict otherwise."""
+    base = aq_base(obj)
+    jar = getattr(base, "_p_jar", None)
+    if jar is None or getattr(base, "_p_oid", None) is None:
+        return
+    jar.readCurrent(base)
+    # readCurrent is checked by a connection taking part in the commit;
+    # without a ZODB write of its own it joins here (Connection._register
+    # joins without registering an object when given none)
+    jar._register()
+
+
 class Verifier:
     """One verification of ``catalog`` (see the module docstring)."""
 
     def __init__(self, catalog, batch=DEFAULT_BATCH, repair=False,
                  repair_limit=None, sample=DEFAULT_SAMPLE,
                  on_difference=None, on_batch=None, progress=None,
-                 values=True):
+                 values=True, fresh=None):
         batch = int(batch)
         if batch < 1:
             raise ValueError("batch must be at least 1, not %r" % batch)
@@ -165,6 +187,9 @@ class Verifier:
         #: compare index values and metadata (False: orphans, missing and
         #: stale entries only, much faster: no indexer runs but the UID's)
         self.values = values
+        #: starts a new transaction before a batch's repairs, which are
+        #: then confirmed in it (see _confirm); None: repair what was found
+        self.fresh = fresh
         self.report = Report(sample, repair)
         self.config = catalog._catalog
         self.portal = portal_of(catalog)
@@ -178,12 +203,31 @@ class Verifier:
         return self.report.finish()
 
     # -- differences and repairs ---------------------------------------------
-    def _found(self, kind, path, detail, todo, action, obj=None):
-        self.report.add(kind, path, detail)
-        if self.on_difference is not None:
-            self.on_difference(kind, path, detail)
-        if path not in todo or action == UNCATALOG:
-            todo[path] = (action, obj)
+    def _confirm(self, todo):
+        """The repairs of ``todo`` a fresh look still wants: ``fresh()``
+        starts a new transaction (the command aborts the batch's), whose
+        ZODB and catalog snapshots both see what committed while the batch
+        was checked (an object created after the batch's ZODB snapshot but
+        catalogued before its PostgreSQL one is no orphan)."""
+        self.fresh()
+        store = self.catalog._pgc_store()
+        entries = verifystore.entries_at(store, list(todo))
+        wanted = {}
+        note = self._noter(wanted, False)
+        self._check_batch(store, entries, note)
+        stored = {entry.path for entry in entries}
+        for path in todo:
+            if path in stored:
+                continue
+            obj = resolve(self.root, path)
+            if obj is not None and not_indexed_reason(
+                    obj, self.catalog, self.portal_path) is None:
+                note("missing", path, "", REINDEX, obj)
+        skipped = len(todo) - len(wanted)
+        if skipped:
+            logger.info("verify: %d differences gone when confirmed (changed "
+                        "meanwhile)", skipped)
+        return wanted
 
     def _repair(self, todo):
         report = self.report
@@ -199,6 +243,7 @@ class Verifier:
                     # buffered only once every value is computed: a failing
                     # indexer leaves the entry as it was
                     self.catalog.catalog_object(obj, path)
+                    read_current(obj)
             except ConflictError:
                 raise
             except Exception as exc:
@@ -210,6 +255,8 @@ class Verifier:
             report.repaired += 1
 
     def _end_batch(self, phase, todo):
+        if todo and self.report.repair and self.fresh is not None:
+            todo = self._confirm(todo)
         self._repair(todo)
         if self.on_batch is not None:
             self.on_batch()
@@ -229,37 +276,50 @@ class Verifier:
                 return
             after = entries[-1].rid
             todo = {}
-            texts = []
-            found = {}
-            for entry in entries:
-                self.report.entries += 1
-                self._check_entry(entry, todo, texts, found)
-            for rid, name in verifystore.text_mismatches(store, texts):
-                found[rid][1].append(name)
-            for entry in entries:
-                if entry.rid not in found:
-                    continue
-                obj, values, columns = found[entry.rid]
-                if values:
-                    self._found("stale_value", entry.path,
-                                "indexes: " + ", ".join(sorted(values)),
-                                todo, REINDEX, obj)
-                if columns:
-                    self._found("stale_metadata", entry.path,
-                                "columns: " + ", ".join(columns), todo,
-                                REINDEX, obj)
+            self.report.entries += len(entries)
+            self._check_batch(store, entries, self._noter(todo, True))
             self._end_batch("entries", todo)
 
-    def _check_entry(self, entry, todo, texts, found):
+    def _noter(self, todo, count):
+        """``note(kind, path, detail, action, obj=None)``: a difference goes
+        to ``todo`` (path -> (action, object)), and to the report when
+        ``count``."""
+        def note(kind, path, detail, action, obj=None):
+            if count:
+                self.report.add(kind, path, detail)
+                if self.on_difference is not None:
+                    self.on_difference(kind, path, detail)
+            if path not in todo or action == UNCATALOG:
+                todo[path] = (action, obj)
+        return note
+
+    def _check_batch(self, store, entries, note):
+        texts = []
+        found = {}
+        for entry in entries:
+            self._check_entry(entry, note, texts, found)
+        for rid, name in verifystore.text_mismatches(store, texts):
+            found[rid][1].append(name)
+        for entry in entries:
+            if entry.rid not in found:
+                continue
+            obj, values, columns = found[entry.rid]
+            if values:
+                note("stale_value", entry.path,
+                     "indexes: " + ", ".join(sorted(values)), REINDEX, obj)
+            if columns:
+                note("stale_metadata", entry.path,
+                     "columns: " + ", ".join(columns), REINDEX, obj)
+
+    def _check_entry(self, entry, note, texts, found):
         path = entry.path
         obj = resolve(self.root, path)
         if obj is None:
-            self._found("orphan", path, "nothing at this path", todo,
-                        UNCATALOG)
+            note("orphan", path, "nothing at this path", UNCATALOG)
             return
         reason = not_indexed_reason(obj, self.catalog, self.portal_path)
         if reason is not None:
-            self._found("stale_entry", path, reason, todo, UNCATALOG)
+            note("stale_entry", path, reason, UNCATALOG)
             return
         wrapper = indexable(self.catalog, obj)
         try:
@@ -282,9 +342,8 @@ class Verifier:
         uid_is = expected.get(UID_INDEX, _ABSENT)
         if (UID_INDEX in self.config._indexes and uid_was is not _ABSENT
                 and uid_is is not _ABSENT and not same(uid_was, uid_is)):
-            self._found("stale_entry", path, "catalogued as UID %s, the "
-                        "object's is %s" % (uid_was, uid_is), todo, REINDEX,
-                        obj)
+            note("stale_entry", path, "catalogued as UID %s, the object's "
+                 "is %s" % (uid_was, uid_is), REINDEX, obj)
             return
         if not self.values:
             return
@@ -331,9 +390,10 @@ class Verifier:
         store = self.catalog._pgc_store()
         present = verifystore.catalogued(store, [p for p, _ in batch])
         todo = {}
+        note = self._noter(todo, True)
         for path, obj in batch:
             if path not in present:
-                self._found("missing", path, "", todo, REINDEX, obj)
+                note("missing", path, "", REINDEX, obj)
         self._end_batch("objects", todo)
 
 

@@ -38,13 +38,26 @@ def entries_after(store, after, limit):
     if limit < 1:
         raise ValueError("batch size must be at least 1, not %r" % limit)
     condition = q("TRUE") if after is None else q("e.rid > {}", int(after))
+    return _entries(store, condition, limit)
+
+
+def entries_at(store, paths):
+    """The entries of ``paths`` that exist, in rid order, as
+    :class:`StoredEntry` (one statement)."""
+    paths = list(paths)
+    if not paths:
+        return []
+    return _entries(store, q("e.path = ANY({})", paths), None)
+
+
+def _entries(store, condition, limit):
     rows = store.rows(q(
         "SELECT e.rid, e.path, e.idx::text, m.meta::text, "
         "ARRAY(SELECT t.name FROM {} t WHERE t.rid = e.rid) "
         "FROM {} LEFT JOIN {} ON m.rid = e.rid "
-        "WHERE e.cid = {} AND {} ORDER BY e.rid LIMIT {}",
+        "WHERE e.cid = {} AND {} ORDER BY e.rid{}",
         ident(schema.TEXT), ENTRIES, META, store.cid, condition,
-        literal(limit)))
+        q("") if limit is None else q(" LIMIT {}", literal(int(limit)))))
     return [StoredEntry(rid, path, idx, meta, list(names or ()))
             for rid, path, idx, meta, names in rows]
 

@@ -9,6 +9,9 @@ request, the system user), verifies the site's ``portal_catalog`` in
 batches (``plone.pgcatalog.verify``) and prints the report.  Each batch ends
 its transaction: committed with ``--repair`` (a repair done is kept however
 the run ends), aborted otherwise (no snapshot held for the whole run).
+With ``--repair``, a batch's differences are confirmed in a new
+transaction before they are repaired, so what the site changed meanwhile
+is not undone (``verify.Verifier._confirm``).
 Progress goes to stderr, the report to stdout (JSON with ``--json``; every
 difference as it is found, tab-separated, with ``--list``).
 
@@ -23,6 +26,7 @@ import traceback
 
 import transaction
 from Acquisition import aq_base
+from ZODB.POSException import ConflictError
 from zope.component.hooks import getSite
 from zope.component.hooks import setSite
 
@@ -130,25 +134,41 @@ def run(app, args, out=None, err=None):
         if args.list:
             out.write("%s\t%s\t%s\n" % (kind, path, detail))
 
+    conflicts = []
+
     def end_batch():
-        if args.repair:
-            transaction.commit()
-        else:
+        if not args.repair:
             transaction.abort()
+            return
+        try:
+            transaction.commit()
+        except ConflictError as exc:
+            # a repaired object changed meanwhile (verify.read_current):
+            # this batch's repairs are dropped, the next run does them
+            transaction.abort()
+            conflicts.append(exc)
+            err.write("a batch's repairs conflicted with a concurrent change "
+                      "and were undone: %s\n" % exc)
 
     try:
         report = catalog.pgc_verify(
             repair=args.repair, batch=args.batch, sample=args.sample,
             on_difference=on_difference, on_batch=end_batch,
-            progress=progress, values=not args.quick)
+            progress=progress, values=not args.quick,
+            fresh=transaction.abort if args.repair else None)
         end_batch()
     finally:
         setSite(previous)
     if args.json:
-        out.write(json.dumps(report.to_dict(), indent=1) + "\n")
+        data = report.to_dict()
+        data["conflicted_batches"] = len(conflicts)
+        out.write(json.dumps(data, indent=1) + "\n")
     else:
         out.write("\n".join(report.summary()) + "\n")
-    return CLEAN if report.clean else DIFFERENCES
+        if conflicts:
+            out.write("%d batches conflicted with concurrent changes and "
+                      "were not repaired: run again\n" % len(conflicts))
+    return CLEAN if report.clean and not conflicts else DIFFERENCES
 
 
 def main(argv=None):

@@ -39,14 +39,14 @@ class VerifyAPI:
     def pgc_verify(self, repair=False, repair_limit=None,
                    batch=verify.DEFAULT_BATCH, sample=verify.DEFAULT_SAMPLE,
                    on_difference=None, on_batch=None, progress=None,
-                   values=True):
+                   values=True, fresh=None):
         """Compare this catalog with the ZODB (and repair it if ``repair``);
         the :class:`plone.pgcatalog.verify.Report`, kept as this process's
         last report."""
         report = verify.verify(
             self, repair=repair, repair_limit=repair_limit, batch=batch,
             sample=sample, on_difference=on_difference, on_batch=on_batch,
-            progress=progress, values=values)
+            progress=progress, values=values, fresh=fresh)
         verify.remember(self, report)
         return report
 

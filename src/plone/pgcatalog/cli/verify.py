@@ -31,6 +31,7 @@ from zope.component.hooks import getSite
 from zope.component.hooks import setSite
 
 from plone.pgcatalog import verify
+from plone.pgcatalog.errors import PGCatalogError
 
 
 CLEAN, DIFFERENCES, ERROR = 0, 1, 2
@@ -181,7 +182,8 @@ def main(argv=None):
         return ERROR
     try:
         return run(app, args)
-    except CommandError as exc:
+    except (CommandError, PGCatalogError) as exc:
+        # one line: the catalog's rows gone, no DSN, the database down
         sys.stderr.write("pgcatalog-verify: %s\n" % exc)
         return ERROR
     except Exception:

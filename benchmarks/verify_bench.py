@@ -31,15 +31,11 @@ import json
 import os
 import random
 import resource
-import sys
 import time
 
 import transaction
 
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import shared  # noqa: E402
+import shared
 
 
 WORDS = ("catalog postgres plone zope search index query verify repair "

@@ -27,7 +27,6 @@ is the number to extrapolate from: both passes are linear (one batch of
 rows, one batch of objects at a time).
 """
 import argparse
-import json
 import os
 import random
 import resource

@@ -374,7 +374,7 @@ class Verifier:
                 if not same_column(stored.get(n, _ABSENT),
                                    computed.get(n, _ABSENT))]
 
-    # -- pass 2: the site's objects ---------------------------------------------
+    # -- pass 2: the site's objects ------------------------------------------
     def find_missing(self):
         batch = []
         for path, obj in contentish(self.portal, self.catalog):

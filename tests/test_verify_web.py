@@ -143,6 +143,22 @@ class TestVerifyTab(unittest.TestCase):
         self.assertIn("<code>%s</code>" % PUBLIC, body)
         self.assertRegex(body, r"<td>missing</td>\s*<td>1</td>")
 
+    def test_errors_and_repairs_shown(self):
+        report = verify.Report(repair=True)
+        report.add("orphan", "/plone/gone", "nothing at this path")
+        report.add_error("/plone/broken", "RuntimeError: <b>boom</b>")
+        report.repaired = 1
+        verify.remember(self.catalog, report.finish())
+        status, _, body = self.get()
+        self.assertEqual(status, 200)
+        self.assertIn("1\n      objects whose values could not be computed",
+                      body)
+        self.assertIn("repaired\n      1, left\n      0", body)
+        self.assertIn("<code>/plone/gone</code>", body)
+        self.assertIn("<code>/plone/broken</code>", body)
+        self.assertIn("RuntimeError: &lt;b&gt;boom&lt;/b&gt;", body)
+        self.assertNotIn("<b>boom</b>", body)  # escaped
+
     def test_repair_is_bounded_and_says_what_is_left(self):
         self.setenv("PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT", "1")
         self.catalog.uncatalog_object(PUBLIC)

@@ -21,8 +21,9 @@ the storage, as on a site verified after a restart):
 
 Prints one line per measurement (seconds, ms per 1,000 objects, and the
 CPU time of this process per 1,000 objects: the Python side, less
-sensitive to a busy machine than the wall time) and the peak RSS of the
-process; ``--json PATH`` writes them.  Per 1,000 objects
+sensitive to a busy machine than the wall time; the resident set size
+before and after each run) and the peak RSS of the process (the build
+included); ``--json PATH`` writes them.  Per 1,000 objects
 is the number to extrapolate from: both passes are linear (one batch of
 rows, one batch of objects at a time).
 """
@@ -123,13 +124,27 @@ class Session:
         return False
 
 
+def rss_mb():
+    """The process's resident set size now (Linux), in MB; None elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 def timed(db, label, objects, func, results):
     with Session(db) as s:
+        rss_before = rss_mb()
         t0 = time.perf_counter()
         c0 = time.process_time()
         report = func(s.site.portal_catalog)
         seconds = time.perf_counter() - t0
         cpu = time.process_time() - c0
+        rss_after = rss_mb()
     per_k = seconds * 1000.0 / objects * 1000.0 if objects else 0.0
     cpu_k = cpu * 1000.0 / objects * 1000.0 if objects else 0.0
     line = "%-34s %7.2f s  %7.0f ms / 1,000 objects (CPU %5.0f ms)" % (
@@ -137,9 +152,12 @@ def timed(db, label, objects, func, results):
     if report is not None:
         line += "  (%d entries, %d objects, %d differences, %d repaired)" % (
             report.entries, report.objects, report.total, report.repaired)
+    if rss_before is not None:
+        line += "  RSS %.0f -> %.0f MB" % (rss_before, rss_after)
     print(line, flush=True)
     results[label] = {"seconds": seconds, "ms_per_1000": per_k,
-                      "cpu_ms_per_1000": cpu_k,
+                      "cpu_ms_per_1000": cpu_k, "rss_mb": [rss_before,
+                                                           rss_after],
                       "report": None if report is None else {
                           "counts": report.counts, "entries": report.entries,
                           "objects": report.objects,

@@ -73,6 +73,7 @@ setup(
         "console_scripts": [
             "pgcatalog-testrunner = plone.pgcatalog.testing.runner:main",
             "pgcatalog-rebuild = plone.pgcatalog.cli.rebuild:main",
+            "pgcatalog-verify = plone.pgcatalog.cli.verify:main",
         ],
     },
 )

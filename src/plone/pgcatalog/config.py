@@ -234,3 +234,40 @@ def get_install_index():
         raise ConfigurationError("install-index must be now or later, not %r"
                                  % value)
     return value
+
+
+DEFAULT_VERIFY_ZMI_MAX_ENTRIES = 5000
+DEFAULT_VERIFY_ZMI_REPAIR_LIMIT = 1000
+
+
+def _count_setting(name, env, default):
+    value = _setting(name, env)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = -1
+    if number < 0:
+        raise ConfigurationError("%s must be a whole number >= 0, not %r"
+                                 % (name, value))
+    return number
+
+
+def get_verify_zmi_max_entries():
+    """The ZMI's "Verify" tab verifies catalogs of up to this many entries
+    in the request (``verify-zmi-max-entries`` /
+    ``PGCATALOG_VERIFY_ZMI_MAX_ENTRIES``; default 5000); larger ones are
+    verified with ``pgcatalog-verify`` (docs/verify.md)."""
+    return _count_setting("verify-zmi-max-entries",
+                          "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES",
+                          DEFAULT_VERIFY_ZMI_MAX_ENTRIES)
+
+
+def get_verify_zmi_repair_limit():
+    """Entries one "Repair" of the ZMI's "Verify" tab repairs at most
+    (``verify-zmi-repair-limit`` / ``PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT``;
+    default 1000): the rest are counted and left for the next one."""
+    return _count_setting("verify-zmi-repair-limit",
+                          "PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT",
+                          DEFAULT_VERIFY_ZMI_REPAIR_LIMIT)

@@ -49,12 +49,13 @@ from plone.pgcatalog.toolapi.records import RecordsAPI
 from plone.pgcatalog.toolapi.searching import SearchAPI
 from plone.pgcatalog.toolapi.shadow import SHADOW_TABS
 from plone.pgcatalog.toolapi.shadow import ShadowAPI
+from plone.pgcatalog.toolapi.verifying import VerifyAPI
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
 class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
-                    MaintenanceAPI, AdminAPI, ShadowAPI, UniqueObject,
-                    Folder):
+                    MaintenanceAPI, AdminAPI, ShadowAPI, VerifyAPI,
+                    UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"
@@ -78,8 +79,9 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     manage_options = (
         {"action": "manage_main", "label": "Contents"},
         {"action": "manage_catalogStatus", "label": "Catalog"},
-    ) + ADMIN_TABS + SHADOW_TABS + tuple(o for o in Folder.manage_options[1:]
-                           if o["label"] != "View")
+    ) + ADMIN_TABS + SHADOW_TABS + (
+        {"action": "manage_catalogVerify", "label": "Verify"},
+    ) + tuple(o for o in Folder.manage_options[1:] if o["label"] != "View")
 
     def __init__(self, id=None):
         self.id = id or "portal_catalog"

@@ -1,0 +1,87 @@
+"""The statements of the verifier (``verify.py``) on one catalog's rows.
+
+Each reads a bounded batch in one statement, so a verification walks a
+catalog of any size in constant memory: entries after a rid (keyset paging,
+never OFFSET), which of some paths are catalogued, which stored text index
+values differ from freshly computed ones (compared by PostgreSQL itself, as
+``tsvector`` values: the text form PostgreSQL prints is normalized, the one
+the writer sends is not).  Every function takes the catalog's store
+(``store.CatalogStore``) of the current transaction.
+"""
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import literal
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.store import ENTRIES
+from plone.pgcatalog.store import META
+
+
+class StoredEntry:
+    """One catalog entry as stored: ``rid``, ``path``, ``idx`` (the index
+    document's JSON text), ``meta`` (the metadata JSON text, None without a
+    metadata row) and ``text_names`` (the text indexes with a row)."""
+
+    __slots__ = ("rid", "path", "idx", "meta", "text_names")
+
+    def __init__(self, rid, path, idx, meta, text_names):
+        self.rid = rid
+        self.path = path
+        self.idx = idx
+        self.meta = meta
+        self.text_names = text_names
+
+
+def entries_after(store, after, limit):
+    """Up to ``limit`` entries with a rid above ``after`` (None: from the
+    first), in rid order, as :class:`StoredEntry`."""
+    limit = int(limit)
+    if limit < 1:
+        raise ValueError("batch size must be at least 1, not %r" % limit)
+    condition = q("TRUE") if after is None else q("e.rid > {}", int(after))
+    return _entries(store, condition, limit)
+
+
+def entries_at(store, paths):
+    """The entries of ``paths`` that exist, in rid order, as
+    :class:`StoredEntry` (one statement)."""
+    paths = list(paths)
+    if not paths:
+        return []
+    return _entries(store, q("e.path = ANY({})", paths), None)
+
+
+def _entries(store, condition, limit):
+    rows = store.rows(q(
+        "SELECT e.rid, e.path, e.idx::text, m.meta::text, "
+        "ARRAY(SELECT t.name FROM {} t WHERE t.rid = e.rid) "
+        "FROM {} LEFT JOIN {} ON m.rid = e.rid "
+        "WHERE e.cid = {} AND {} ORDER BY e.rid{}",
+        ident(schema.TEXT), ENTRIES, META, store.cid, condition,
+        q("") if limit is None else q(" LIMIT {}", literal(int(limit)))))
+    return [StoredEntry(rid, path, idx, meta, list(names or ()))
+            for rid, path, idx, meta, names in rows]
+
+
+def catalogued(store, paths):
+    """Which of ``paths`` are entries of the catalog (one statement)."""
+    paths = list(paths)
+    if not paths:
+        return set()
+    return {r[0] for r in store.rows(q(
+        "SELECT e.path FROM {} WHERE e.cid = {} AND e.path = ANY({})",
+        ENTRIES, store.cid, paths))}
+
+
+def text_mismatches(store, wanted):
+    """``{(rid, text index name)}`` of the ``wanted`` triples ``(rid, name,
+    tsvector input text)`` whose stored tsvector differs (one statement;
+    each triple's stored row is known to exist)."""
+    wanted = list(wanted)
+    if not wanted:
+        return set()
+    return {(r[0], r[1]) for r in store.rows(q(
+        "SELECT v.rid, v.name FROM unnest({}::bigint[], {}::text[], "
+        "{}::text[]) AS v(rid, name, tsv) JOIN {} t ON t.rid = v.rid AND "
+        "t.name = v.name WHERE t.tsv IS DISTINCT FROM v.tsv::tsvector",
+        [w[0] for w in wanted], [w[1] for w in wanted],
+        [str(w[2]) for w in wanted], ident(schema.TEXT)))}

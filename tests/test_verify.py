@@ -1,0 +1,428 @@
+"""Verify and repair (issue 14, part 3): every kind of divergence between
+the catalog and the ZODB is planted on a real Plone site, found by the
+verifier under its kind, and repaired; a clean site verifies clean."""
+import unittest
+
+from plone.app.testing import login
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from Products.CMFCore.indexing import processQueue
+
+from plone.pgcatalog import schema
+from plone.pgcatalog import verify
+from plone.pgcatalog import verifystore
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
+
+
+class VerifyCase(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Folder", "f", title="Folder")
+        for n in range(6):
+            self.portal.f.invokeFactory(
+                "Document", "d%d" % n, title="Doc %d" % n,
+                description="about %d" % n, subject=("s%d" % n, "all"))
+        self.portal.invokeFactory("News Item", "news", title="News")
+        processQueue()
+
+    def verify(self, **options):
+        options.setdefault("batch", 3)  # several batches on a small site
+        return verify.verify(self.catalog, **options)
+
+    def store(self):
+        return self.catalog._pgc_store()
+
+    def write(self, template, *args):
+        """Change the catalog's rows behind its back (a planted defect)."""
+        store = self.store()
+        store.write(q(template, *args))
+
+    def assertFound(self, report, expected):
+        """``expected``: {kind: [path, ...]} of every difference."""
+        found = {k: sorted(p for p, _ in report.samples[k])
+                 for k in verify.KINDS if report.counts[k]}
+        self.assertEqual(found, {k: sorted(v) for k, v in expected.items()})
+        self.assertEqual(report.errors, 0, report.error_samples)
+
+
+class TestVerify(VerifyCase):
+
+    def test_a_fresh_site_is_clean(self):
+        report = self.verify()
+        self.assertTrue(report.clean, "\n".join(report.summary()))
+        self.assertEqual(report.entries, len(self.catalog))
+        # the site, the folder, 6 documents, the news item
+        self.assertEqual(report.objects, 9)
+        self.assertEqual(report.entries, 9)
+
+    def test_clean_after_clear_and_rebuild(self):
+        self.catalog.clearFindAndRebuild()
+        self.assertTrue(self.verify().clean)
+
+    def test_missing_entry(self):
+        self.catalog.uncatalog_object("/plone/f/d1")
+        report = self.verify()
+        self.assertFound(report, {"missing": ["/plone/f/d1"]})
+        self.assertEqual(report.counts["missing"], 1)
+
+    def test_orphan(self):
+        # the object goes, its entry stays
+        self.portal.f._delObject("d2", suppress_events=True)
+        self.catalog.catalog_object(self.portal.f.d3, "/plone/f/nothing")
+        report = self.verify()
+        self.assertFound(report, {"orphan": ["/plone/f/d2",
+                                             "/plone/f/nothing"]})
+
+    def test_an_acquired_namesake_is_no_object(self):
+        # /plone/f/news acquires /plone/news: nothing lives there
+        self.catalog.catalog_object(self.portal.news, "/plone/f/news")
+        self.assertFound(self.verify(), {"orphan": ["/plone/f/news"]})
+
+    def test_stale_entry_another_uid(self):
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{UID}}', "
+                   "to_jsonb({}::text)) WHERE path = {}",
+                   ident(schema.ENTRIES), "0" * 32, "/plone/f/d4")
+        report = self.verify()
+        self.assertFound(report, {"stale_entry": ["/plone/f/d4"]})
+        self.assertIn("0" * 32, report.samples["stale_entry"][0][1])
+
+    def test_stale_entry_not_contentish(self):
+        self.catalog.catalog_object(self.portal.portal_workflow,
+                                    "/plone/portal_workflow")
+        report = self.verify()
+        self.assertFound(report, {"stale_entry": ["/plone/portal_workflow"]})
+        self.assertIn("not contentish", report.samples["stale_entry"][0][1])
+
+    def test_stale_value(self):
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"other\"]') WHERE path = {}", ident(schema.ENTRIES),
+                   "/plone/f/d0")
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f/d0"]})
+        self.assertEqual(report.samples["stale_value"][0][1],
+                         "indexes: Subject")
+
+    def test_keyword_order_is_no_difference(self):
+        # a KeywordIndex keeps a set's order, which differs per process
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"s1\", \"all\"]') WHERE path = {}",
+                   ident(schema.ENTRIES), "/plone/f/d1")
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"all\", \"s2\"]') WHERE path = {}",
+                   ident(schema.ENTRIES), "/plone/f/d2")
+        self.assertTrue(self.verify().clean)
+        # but another member is
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"all\", \"s2\", \"s2\"]') WHERE path = {}",
+                   ident(schema.ENTRIES), "/plone/f/d2")
+        self.assertFound(self.verify(), {"stale_value": ["/plone/f/d2"]})
+
+    def test_generated_schema_names_are_volatile(self):
+        # plone.dexterity's generated schema names carry the FTI's stamp
+        # as the indexing process saw it
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{object_provides}}',"
+                   " (SELECT jsonb_agg(CASE WHEN v #>> '{{}}' LIKE "
+                   "'plone.dexterity.schema.generated.%%' THEN to_jsonb("
+                   "'plone.dexterity.schema.generated.plone_0_Document'::text)"
+                   " ELSE v END) FROM jsonb_array_elements(idx -> "
+                   "'object_provides') v)) WHERE path = {}",
+                   ident(schema.ENTRIES), "/plone/f/d3")
+        stored = verifystore.entries_after(self.store(), None, 100)
+        self.assertIn('plone_0_Document', [e.idx for e in stored
+                                           if e.path == "/plone/f/d3"][0])
+        self.assertTrue(self.verify().clean)
+
+    def test_numbers_compare_by_value(self):
+        self.assertTrue(verify.same(1, 1.0))
+        self.assertTrue(verify.same([1e20], [100000000000000000000]))
+        self.assertFalse(verify.same(True, 1))
+        self.assertFalse(verify.same(0, False))
+        self.assertFalse(verify.same("1", 1))
+        self.assertTrue(verify.same_value(True, [2.0, "a"], ["a", 2]))
+        self.assertFalse(verify.same_value(True, ["a"], ["a", "a"]))
+        self.assertFalse(verify.same_value(False, ["a", "b"], ["b", "a"]))
+
+    def test_stale_value_absent_key(self):
+        self.write("UPDATE {} SET idx = idx - 'portal_type' WHERE path = {}",
+                   ident(schema.ENTRIES), "/plone/news")
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/news"]})
+        self.assertEqual(report.samples["stale_value"][0][1],
+                         "indexes: portal_type")
+
+    def test_stale_text_value(self):
+        self.write("UPDATE {} SET tsv = 'other:1'::tsvector FROM {} e "
+                   "WHERE e.rid = pgcatalog_text.rid AND e.path = {} AND "
+                   "pgcatalog_text.name = 'SearchableText'",
+                   ident(schema.TEXT), ident(schema.ENTRIES), "/plone/f/d5")
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f/d5"]})
+        self.assertEqual(report.samples["stale_value"][0][1],
+                         "indexes: SearchableText")
+
+    def test_missing_text_row(self):
+        self.write("DELETE FROM {} USING {} e WHERE e.rid = "
+                   "pgcatalog_text.rid AND e.path = {} AND "
+                   "pgcatalog_text.name = 'Title'", ident(schema.TEXT),
+                   ident(schema.ENTRIES), "/plone/f")
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f"]})
+        self.assertEqual(report.samples["stale_value"][0][1],
+                         "indexes: Title")
+
+    def test_stale_metadata(self):
+        self.write("UPDATE {} SET meta = (meta::jsonb || "
+                   "'{{\"Description\": \"old\"}}')::json FROM {} e WHERE "
+                   "e.rid = pgcatalog_meta.rid AND e.path = {}",
+                   ident(schema.META), ident(schema.ENTRIES), "/plone/f/d1")
+        report = self.verify()
+        self.assertFound(report, {"stale_metadata": ["/plone/f/d1"]})
+        self.assertEqual(report.samples["stale_metadata"][0][1],
+                         "columns: Description")
+
+    def test_metadata_row_missing(self):
+        self.write("DELETE FROM {} USING {} e WHERE e.rid = "
+                   "pgcatalog_meta.rid AND e.path = {}", ident(schema.META),
+                   ident(schema.ENTRIES), "/plone/f/d1")
+        report = self.verify()
+        self.assertFound(report, {"stale_metadata": ["/plone/f/d1"]})
+
+    def test_object_changed_without_reindex(self):
+        doc = self.portal.f.d2
+        doc.title = "Renamed behind the catalog's back"
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f/d2"],
+                                  "stale_metadata": ["/plone/f/d2"]})
+        detail = report.samples["stale_value"][0][1]
+        self.assertIn("Title", detail)
+        self.assertIn("sortable_title", detail)
+        self.assertIn("Title", report.samples["stale_metadata"][0][1])
+
+    def test_every_difference_streamed(self):
+        seen = []
+        for n in range(6):
+            self.catalog.uncatalog_object("/plone/f/d%d" % n)
+        report = self.verify(sample=2,
+                             on_difference=lambda *a: seen.append(a))
+        self.assertEqual(report.counts["missing"], 6)
+        self.assertEqual(len(report.samples["missing"]), 2)
+        self.assertEqual(sorted(p for _, p, _ in seen),
+                         ["/plone/f/d%d" % n for n in range(6)])
+
+    def test_bad_batch(self):
+        with self.assertRaises(ValueError):
+            self.verify(batch=0)
+        with self.assertRaises(ValueError):
+            verifystore.entries_after(self.store(), None, 0)
+
+
+class TestRepair(VerifyCase):
+
+    def plant_everything(self):
+        self.catalog.uncatalog_object("/plone/f/d1")                # missing
+        self.portal.f._delObject("d2", suppress_events=True)       # orphan
+        self.catalog.catalog_object(self.portal.portal_workflow,
+                                    "/plone/portal_workflow")      # entry
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{UID}}', "
+                   "to_jsonb({}::text)) WHERE path = {}",
+                   ident(schema.ENTRIES), "0" * 32, "/plone/f/d4")  # entry
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"other\"]') WHERE path = {}", ident(schema.ENTRIES),
+                   "/plone/f/d0")                                   # value
+        self.write("UPDATE {} SET meta = (meta::jsonb || "
+                   "'{{\"Description\": \"old\"}}')::json FROM {} e WHERE "
+                   "e.rid = pgcatalog_meta.rid AND e.path = {}",
+                   ident(schema.META), ident(schema.ENTRIES),
+                   "/plone/f/d3")                                   # meta
+
+    def test_repair_fixes_every_kind(self):
+        self.plant_everything()
+        report = self.verify(repair=True)
+        self.assertEqual(report.counts, {
+            "orphan": 1, "missing": 1, "stale_entry": 2, "stale_value": 1,
+            "stale_metadata": 1})
+        self.assertEqual((report.repaired, report.unrepaired), (6, 0))
+        again = self.verify()
+        self.assertTrue(again.clean, "\n".join(again.summary()))
+        self.assertEqual(
+            [b.getPath() for b in self.catalog.unrestrictedSearchResults(
+                Subject="s0")], ["/plone/f/d0"])
+        self.assertEqual(self.catalog.unrestrictedSearchResults(
+            path="/plone/f/d1")[0].Title, "Doc 1")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            path="/plone/f/d2")), 0)
+        self.assertIsNone(self.catalog.getrid("/plone/portal_workflow"))
+        # idempotent: a second repair has nothing to do
+        third = self.verify(repair=True)
+        self.assertTrue(third.clean)
+        self.assertEqual(third.repaired, 0)
+
+    def test_quick_finds_entries_but_not_values(self):
+        self.plant_everything()
+        report = self.verify(values=False, repair=True)
+        self.assertEqual(report.counts, {
+            "orphan": 1, "missing": 1, "stale_entry": 2, "stale_value": 0,
+            "stale_metadata": 0})
+        self.assertEqual(report.repaired, 4)
+        report = self.verify()
+        self.assertFound(report, {"stale_value": ["/plone/f/d0"],
+                                  "stale_metadata": ["/plone/f/d3"]})
+
+    def test_repairs_confirmed_in_a_fresh_look(self):
+        # what the batch found is fixed by the site before the repair
+        # (another transaction, as on a live site): nothing is undone
+        f = self.portal.f
+        d2 = f.d2
+        f._delObject("d2", suppress_events=True)                   # orphan
+        self.catalog.uncatalog_object("/plone/f/d1")                # missing
+        self.write("UPDATE {} SET idx = jsonb_set(idx, '{{Subject}}', "
+                   "'[\"other\"]') WHERE path = {}", ident(schema.ENTRIES),
+                   "/plone/f/d0")                                   # value
+        self.catalog.uncatalog_object("/plone/f/d3")       # stays missing
+        fixed = []
+
+        def fresh():
+            if not fixed:
+                f._setObject("d2", d2, suppress_events=True)
+                self.catalog.catalog_object(f.d1)
+                self.catalog.catalog_object(f.d0)
+            fixed.append(1)
+
+        report = self.verify(repair=True, fresh=fresh, batch=50)
+        # (d1 was catalogued by the "site" before the walk reached it)
+        self.assertEqual(report.counts, {
+            "orphan": 1, "missing": 1, "stale_entry": 0, "stale_value": 1,
+            "stale_metadata": 0})
+        self.assertEqual(len(fixed), 2)  # once per batch with differences
+        self.assertEqual(report.repaired, 1)  # d3 only
+        self.assertIsNotNone(self.catalog.getrid("/plone/f/d2"))
+        self.assertIsNotNone(self.catalog.getrid("/plone/f/d3"))
+        self.assertTrue(self.verify().clean)
+
+    def test_bounded_repair_says_what_remains(self):
+        self.plant_everything()
+        report = self.verify(repair=True, repair_limit=4)
+        self.assertEqual((report.repaired, report.unrepaired), (4, 2))
+        second = self.verify(repair=True, repair_limit=4)
+        self.assertEqual((second.repaired, second.unrepaired), (2, 0))
+        self.assertTrue(self.verify().clean)
+
+    def test_an_object_whose_values_fail(self):
+        from plone.indexer import indexer
+        from plone.indexer.interfaces import IIndexer
+        from zope.component import getGlobalSiteManager
+        from zope.interface import Interface
+        failing = []
+
+        @indexer(Interface)
+        def broken(obj):
+            if getattr(obj, "id", None) in failing:
+                raise RuntimeError("this indexer fails")
+            return "fine"
+
+        gsm = getGlobalSiteManager()
+        gsm.registerAdapter(broken, name="broken_column",
+                            provided=IIndexer)
+        try:
+            self.catalog.addColumn("broken_column")
+            self.catalog.clearFindAndRebuild()
+            processQueue()
+            self.assertTrue(self.verify().clean)
+            failing.append("d5")
+            self.catalog.uncatalog_object("/plone/f/d5")
+            self.catalog.uncatalog_object("/plone/f/d4")
+            report = self.verify(repair=True)
+            # d5's repair fails, is counted, the rest goes on
+            self.assertEqual(report.counts["missing"], 2)
+            self.assertEqual(report.errors, 1)
+            self.assertIn("this indexer fails", report.error_samples[0][1])
+            self.assertEqual((report.repaired, report.unrepaired), (1, 1))
+            self.assertFalse(report.clean)
+            self.assertIsNotNone(self.catalog.getrid("/plone/f/d4"))
+            self.assertIsNone(self.catalog.getrid("/plone/f/d5"))
+            # d5 catalogued again: now its values cannot be computed
+            failing.remove("d5")
+            self.catalog.catalog_object(self.portal.f.d5)
+            failing.append("d5")
+            report = self.verify()
+            self.assertEqual(report.total, 0)
+            self.assertEqual(report.errors, 1)
+            self.assertEqual(report.error_samples[0][0], "/plone/f/d5")
+        finally:
+            gsm.unregisterAdapter(broken, name="broken_column",
+                                  provided=IIndexer)
+
+    def test_on_batch_runs_after_each_batch(self):
+        calls = []
+        self.verify(batch=4, on_batch=lambda: calls.append(1))
+        # 9 entries in 3 batches, 9 objects in 3 batches
+        self.assertEqual(len(calls), 6)
+
+
+class TestComments(VerifyCase):
+
+    def setUp(self):
+        super().setUp()
+        from plone.app.discussion.interfaces import IConversation
+        from plone.app.discussion.interfaces import IDiscussionSettings
+        from plone.app.testing import applyProfile
+        from plone.registry.interfaces import IRegistry
+        from zope.component import createObject
+        from zope.component import queryUtility
+        applyProfile(self.portal, "plone.app.discussion:default")
+        settings = queryUtility(IRegistry).forInterface(IDiscussionSettings)
+        settings.globally_enabled = True
+        # the profile adds indexes and columns the entries have no values
+        # for (the verifier says so: stale values and metadata)
+        self.catalog.clearFindAndRebuild()
+        conversation = IConversation(self.portal.f.d0)
+        comment = createObject("plone.Comment")
+        comment.text = "Hello from a comment"
+        self.comment_id = conversation.addComment(comment)
+        self.path = "/plone/f/d0/++conversation++default/%s" % \
+            self.comment_id
+        processQueue()
+
+    def test_comments_verified(self):
+        self.assertIsNotNone(self.catalog.getrid(self.path))
+        report = self.verify()
+        self.assertTrue(report.clean, "\n".join(report.summary()))
+        self.assertEqual(report.objects, 10)
+
+    def test_missing_comment_found_and_repaired(self):
+        self.catalog.uncatalog_object(self.path)
+        report = self.verify(repair=True)
+        self.assertFound(report, {"missing": [self.path]})
+        self.assertIsNotNone(self.catalog.getrid(self.path))
+        self.assertTrue(self.verify().clean)
+
+
+class TestSettings(unittest.TestCase):
+
+    def test_zmi_settings(self):
+        from unittest import mock
+
+        from plone.pgcatalog import config
+        from plone.pgcatalog.errors import ConfigurationError
+        self.assertEqual(config.get_verify_zmi_max_entries(), 5000)
+        self.assertEqual(config.get_verify_zmi_repair_limit(), 1000)
+        for value in ("many", "-1", "1.5"):
+            with self.subTest(value=value):
+                with mock.patch.dict("os.environ", {
+                        "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES": value,
+                        "PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT": value}):
+                    with self.assertRaises(ConfigurationError):
+                        config.get_verify_zmi_max_entries()
+                    with self.assertRaises(ConfigurationError):
+                        config.get_verify_zmi_repair_limit()
+        with mock.patch.dict("os.environ", {
+                "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES": "0"}):
+            self.assertEqual(config.get_verify_zmi_max_entries(), 0)

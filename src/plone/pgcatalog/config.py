@@ -167,16 +167,27 @@ def get_cache_mb():
     return float(value) if value else DEFAULT_CACHE_MB
 
 
-def _non_negative_int(name, value):
+def _non_negative_int(name, value, unit=""):
     """``value`` of setting ``name`` as an integer >= 0."""
     try:
         number = int(str(value).strip())
     except ValueError:
         number = -1
     if number < 0:
-        raise ConfigurationError("%s must be a whole number of milliseconds "
-                                 ">= 0, not %r" % (name, value))
+        raise ConfigurationError("%s must be a whole number%s >= 0, not %r"
+                                 % (name, unit, value))
     return number
+
+
+def _non_negative_setting(name, env, default, site=None, unit=""):
+    """Setting ``name`` (``env`` in the environment) as an integer >= 0;
+    ``site``: a site's own settings, which win."""
+    if site is not None and site.get(name) is not None:
+        return _non_negative_int(name, site[name], unit)
+    value = _setting(name, env)
+    if value is None or value == "":
+        return default
+    return _non_negative_int(name, value, unit)
 
 
 #: per-site values (the control panel's), keyed by setting name; they win
@@ -185,12 +196,8 @@ OVERRIDABLE = ("statement-timeout-ms", "slow-query-ms")
 
 
 def _ms_setting(name, env, default, site=None):
-    if site is not None and site.get(name) is not None:
-        return _non_negative_int(name, site[name])
-    value = _setting(name, env)
-    if value is None or value == "":
-        return default
-    return _non_negative_int(name, value)
+    return _non_negative_setting(name, env, default, site,
+                                 " of milliseconds")
 
 
 DEFAULT_STATEMENT_TIMEOUT_MS = 0
@@ -241,17 +248,7 @@ DEFAULT_VERIFY_ZMI_REPAIR_LIMIT = 1000
 
 
 def _count_setting(name, env, default):
-    value = _setting(name, env)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = -1
-    if number < 0:
-        raise ConfigurationError("%s must be a whole number >= 0, not %r"
-                                 % (name, value))
-    return number
+    return _non_negative_setting(name, env, default)
 
 
 def get_verify_zmi_max_entries():

@@ -522,28 +522,6 @@ class TestPagedResults(unittest.TestCase):
         paths = [b.getPath() for b in catalog(portal_type="Document")]
         self.assertEqual(paths[0], "/plone/d00")
 
-    def test_first_brains_come_with_the_search(self):
-        # a listing's first brains (an unbatched answer's first window, a
-        # small page) are read with the search: rendering them runs no
-        # statement; later brains are read in windows
-        catalog = self.catalog
-        for query in (dict(portal_type="Document"),
-                      dict(portal_type="Document", sort_on="created",
-                           b_size=20)):
-            results, ran = self._statements(lambda: catalog(**query))
-            self.assertEqual(len(ran), 1, query)
-            shown, ran = self._statements(lambda: [
-                (b.getPath(), b.Title, b.modified, b.review_state)
-                for b in results[:10]])
-            self.assertEqual(ran, [], query)
-            for (path, title, modified, state), brain in zip(
-                    shown, results):
-                meta = catalog.getMetadataForRID(brain.getRID())
-                self.assertEqual(
-                    (catalog.getpath(brain.getRID()), meta["Title"],
-                     meta["modified"], meta["review_state"]),
-                    (path, title, modified, state))
-
     def test_total_counted_only_when_read(self):
         catalog = self.catalog
         results, ran = self._statements(

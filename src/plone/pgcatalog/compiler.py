@@ -72,7 +72,7 @@ def compile_search(catalog, query, store, window=None):
             return plans.Relevance(where, qc.ranks)
         return plans.RelevancePage(where, qc.ranks, window)
     if window.b_size is None:
-        return plans.EveryMatchFirst(where)
+        return plans.EveryMatch(where)
     return plans.Page(where, plans.RID, window)
 
 

@@ -7,8 +7,7 @@ their rows into a result sequence (``results.py``):
 - :class:`Page`: a batch of a sorted or unsorted answer (LIMIT/OFFSET);
   the total is counted only when ``actual_result_count`` is read;
 - :class:`EveryMatch`: every match, in rid order (ZCatalog's unsorted
-  order); :class:`EveryMatchFirst` with the paths and metadata of the
-  first rows a listing renders;
+  order);
 - :class:`UnlimitedSort`: every match, sorted, with ZCatalog's choice of
   algorithm mirrored (see its docstring);
 - :class:`RelevancePage` and :class:`Relevance`: text searches without
@@ -24,13 +23,11 @@ portal_type; a top-N that an index can give when the filters keep most
 entries).  A prepared statement switches to a generic plan after five runs,
 which measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
 """
-from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.results import FIRST_WINDOW
 from plone.pgcatalog.results import Answer
 from plone.pgcatalog.results import results_for
 from plone.pgcatalog.store import ENTRIES
@@ -80,9 +77,6 @@ class Empty(Plan):
 #: a page up to this size comes with its brains' metadata (one statement
 #: for the search and the page a listing renders)
 PAGE_WITH_METADATA = 50
-#: an unbatched answer comes with the metadata of its first rows: the
-#: result sequence's first window (results.FIRST_WINDOW)
-FIRST_ROWS = FIRST_WINDOW
 
 
 class Page(Plan):
@@ -149,43 +143,11 @@ class EveryMatch(Plan):
         row = _fetch(store, self.statement)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
-        return row[0], rids, row
+        return row[0], rids
 
     def answer(self, store):
-        count, rids, _row = self.matches(store)
+        count, rids = self.matches(store)
         return Answer(rids, count)
-
-
-class EveryMatchFirst(EveryMatch):
-    """Every match in rid order, with the paths and metadata of the first
-    :data:`FIRST_ROWS` in the same statement: the brains a listing renders
-    first cost no second round trip.  The matching rids are read once (a
-    materialized CTE of rids only: with the paths it cost 22 % more at
-    52,000 matches), counted and aggregated; the first rows by rid get
-    their paths and metadata by primary key."""
-
-    def __init__(self, where):
-        self.statement = q(
-            "WITH r AS MATERIALIZED (SELECT e.rid FROM {} WHERE {}), "
-            "f AS (SELECT t.rid, x.path, (SELECT m.meta::text FROM {} "
-            "WHERE m.rid = t.rid) AS meta FROM (SELECT r.rid FROM r ORDER "
-            "BY r.rid LIMIT {}) t JOIN {} x ON x.rid = t.rid) "
-            "SELECT (SELECT count(*) FROM r), (SELECT array_agg(r.rid) FROM "
-            "r), (SELECT array_agg(f.rid ORDER BY f.rid) FROM f), (SELECT "
-            "array_agg(f.path ORDER BY f.rid) FROM f), (SELECT "
-            "array_agg(f.meta ORDER BY f.rid) FROM f)", ENTRIES, where, META,
-            FIRST_ROWS, ident(schema.ENTRIES))
-
-    def answer(self, store):
-        count, rids, row = self.matches(store)
-        answer = Answer(rids, count)
-        first = row[2] or []
-        for rid, path in zip(first, row[3] or []):
-            store.paths[rid] = path
-        answer.meta.update(
-            (rid, (path, meta))
-            for rid, path, meta in zip(first, row[3] or [], row[4] or []))
-        return answer
 
 
 def _relevance(ranks):
@@ -211,7 +173,7 @@ class Relevance(EveryMatch):
                  "e(rid) OFFSET 0) s", self.rank, rids)
 
     def answer(self, store):
-        count, rids, _row = self.matches(store)
+        count, rids = self.matches(store)
         return Answer(rids, count, scoring=self.scoring)
 
 

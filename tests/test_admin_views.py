@@ -23,7 +23,7 @@ from slow_helpers import slow_searches  # noqa: E402
 BASE = "/plone/portal_catalog/"
 TABS = ("manage_catalogIndexes", "manage_catalogSchema",
         "manage_catalogView", "manage_catalogReport")
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 
 
 def rows_of(body, table_id):

@@ -19,7 +19,7 @@ import web_surface_probe as probe  # noqa: E402
 
 
 URL = "/plone/@@pgcatalog-controlpanel"
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 TIMEOUT = "form.widgets.statement_timeout_ms"
 SLOW = "form.widgets.slow_query_ms"
 

@@ -75,7 +75,7 @@ INDEX_WRITES = [
 ZMI_ACTIONS = ("manage_catalogClear", "manage_catalogRebuild",
                "manage_reindexIndex", "manage_explainSlowQuery")
 
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 
 
 class TestCSRF(unittest.TestCase):

@@ -1,7 +1,6 @@
 """The status page's online build: its facts and buttons, through the
 publisher (Managers only; POST with plone.protect's authenticator)."""
 import os
-import re
 import sys
 import unittest
 
@@ -14,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import web_surface_probe as probe  # noqa: E402
 
 
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 STATUS = "/plone/portal_catalog/manage_catalogStatus"
 REBUILD = "/plone/portal_catalog/manage_catalogRebuild"
 

@@ -8,7 +8,6 @@ writing to one side only.
 """
 import logging
 import os
-import re
 import sys
 import unittest
 
@@ -42,7 +41,7 @@ import web_surface_probe as probe  # noqa: E402
 
 
 BEFORE = tuple("before-%d" % n for n in range(6))
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 
 
 class ShadowFixture(CatalogStateLayerMixin, PloneSandboxLayer):

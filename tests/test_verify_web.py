@@ -26,7 +26,7 @@ PUBLIC = "/plone/" + probe.PUBLIC_ID
 PRIVATE = "/plone/" + probe.PRIVATE_ID
 TAB = "/plone/portal_catalog/manage_catalogVerify"
 ACTIONS = ("manage_verifyCatalog", "manage_repairCatalog")
-TOKEN = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
+TOKEN = probe.AUTHENTICATOR
 
 
 class TestVerifyTab(unittest.TestCase):

@@ -15,12 +15,15 @@ id, title or subject is in the answer.  About 20,000 requests a site,
 a minute or two.
 """
 import base64
+import re
 import sys
 
 import transaction
 
 
 ROLES = ("Anonymous", "Member", "Manager")
+#: plone.protect's authenticator in a rendered form
+AUTHENTICATOR = re.compile(r'name="_authenticator"\s+value="([0-9a-f]+)"')
 MEMBER = ("web-member", "member-secret-1")
 MANAGER = ("web-manager", "manager-secret-1")
 PRIVATE_ID = "private-secret-doc"

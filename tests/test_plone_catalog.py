@@ -250,6 +250,22 @@ class TestTransactions(unittest.TestCase):
             brain.getPath()
         transaction.abort()
 
+    def test_a_kept_brain_keeps_no_transaction_alive(self):
+        # a brain cached beyond its request (plone.memoize) holds only a
+        # weak reference to its transaction's store
+        import gc
+        self.portal.invokeFactory("Document", "kept-brain", title="K")
+        transaction.commit()
+        results = self.catalog(id="kept-brain")
+        brain = results[0]
+        store = brain.__data__[-1]
+        self.assertIs(store(), self.catalog._pgc_store())
+        del results
+        transaction.commit()
+        gc.collect()
+        self.assertIsNone(store())
+        self.assertEqual(brain.getPath(), "/plone/kept-brain")
+
     def test_brain_after_savepoint_rollback_asks_the_catalog(self):
         self.portal.invokeFactory("Document", "kept", title="Kept")
         transaction.commit()

@@ -50,15 +50,17 @@ class PGCatalogBrain(AbstractCatalogBrain):
         data = self.__data__
         if len(data) > len(self.__schema__):
             path, store = data[-2:]
-            if store.is_current():
+            store = store()     # a weak reference: a kept brain keeps no store
+            if store is not None and store.is_current():
                 return path
         tool = aq_parent(aq_inner(self))
         return tool.getpath(self.data_record_id_)
 
     @classmethod
     def _pgc_make(cls, data):
-        """A brain of ``data``: the record's fields, then the path and the
-        store it was read in (Record's ``__setstate__`` would cut those)."""
+        """A brain of ``data``: the record's fields, then the path and a
+        weak reference to the store it was read in (Record's
+        ``__setstate__`` would cut those)."""
         brain = Base.__new__(cls)
         _SET_DATA(brain, data)
         _SET_SCHEMA(brain, cls.__record_schema__)

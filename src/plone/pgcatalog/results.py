@@ -13,6 +13,8 @@ total, the scores, brains' metadata) is added to the shared answer only when
 its PostgreSQL snapshot is complete for that state
 (:meth:`plone.pgcatalog.store.CatalogStore.snapshot_complete`).
 """
+import weakref
+
 import orjson
 from Missing import MV
 from ZTUtils.Lazy import LazyCat
@@ -134,7 +136,7 @@ class BrainFactory:
         self.names = self.klass._pgc_names
         #: metadata read for this sequence only (not added to the answer)
         self.local = {}
-        self.store = None
+        self.store = self.store_ref = None
         self.positions = None
         self.window = FIRST_WINDOW
 
@@ -164,8 +166,9 @@ class BrainFactory:
             # the transaction's rid -> path map (tool.getpath) learns it
             if self.store is None:
                 self.store = self.tool._pgc_store()
+                self.store_ref = weakref.ref(self.store)
             path = self.store.paths[rid] = entry[0]
-            extra = (path, self.store)
+            extra = (path, self.store_ref)
         else:
             extra = ()
         values = self.answer.values.get(rid)

@@ -37,6 +37,17 @@ def _db_sizes(dsn):
                                      if k.startswith("pgcatalog_"))
         out["zodb_objects"] = pg.execute(
             "SELECT count(*) FROM object_state").fetchone()[0]
+        # the catalog's tables: heap, TOAST and indexes apart (issue 13:
+        # bytes per entry per table and index)
+        out["pgcatalog_relations"] = {
+            name: {"heap": heap, "toast": total - heap - indexes,
+                   "indexes": indexes}
+            for name, heap, indexes, total in pg.execute(
+                "SELECT c.relname, pg_relation_size(c.oid), "
+                "pg_indexes_size(c.oid), pg_total_relation_size(c.oid) "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                "c.relnamespace WHERE n.nspname = 'public' AND c.relkind = "
+                "'r' AND c.relname LIKE 'pgcatalog\\_%'").fetchall()}
     return out
 
 

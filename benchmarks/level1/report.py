@@ -128,6 +128,7 @@ def format_report(data, parity, failures, skipped, env_info, args):
         lines.append("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
+    lines.extend(_bytes_per_entry(data))
     # concurrency
     conc_rows = []
     for scale in sorted(data):
@@ -183,3 +184,28 @@ def format_report(data, parity, failures, skipped, env_info, args):
         for p in parity["problems"]:
             lines.append("  PARITY FAILURE: " + p)
     return "\n".join(lines)
+
+
+def _bytes_per_entry(data):
+    """The catalog's tables on disk, bytes per entry: heap, TOAST,
+    indexes (builds that recorded them)."""
+    lines = []
+    for scale in sorted(data):
+        build = data[scale].get("pgcatalog", {}).get("build") or {}
+        relations = build.get("sizes", {}).get("pgcatalog_relations")
+        if not relations:
+            continue
+        lines.append("")
+        lines.append("== pgcatalog on disk at %d entries, bytes per entry "
+                     "(heap / TOAST / indexes) ==" % scale)
+        total = 0
+        for name in sorted(relations, key=lambda n: -sum(
+                relations[n].values())):
+            r = relations[name]
+            size = sum(r.values())
+            total += size
+            lines.append("  %-22s %8.0f  (%.0f / %.0f / %.0f)" % (
+                name, size / scale, r["heap"] / scale, r["toast"] / scale,
+                r["indexes"] / scale))
+        lines.append("  %-22s %8.0f" % ("all", total / scale))
+    return lines

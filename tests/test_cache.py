@@ -194,3 +194,43 @@ class TestResultCache(unittest.TestCase):
         again = self.search(**query)
         self.assertEqual(again.actual_result_count, 5)
         self.assertEqual(first.actual_result_count, 5)
+
+
+class TestPositionsAreLive(unittest.TestCase):
+    """Answers sorted by getObjPositionInParent follow the folders' order
+    as it is now, whether or not reordering wrote to the catalog (as
+    GopipIndex reads the order at sort time)."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Folder", "f")
+        for i in range(3):
+            self.portal.f.invokeFactory("Document", "d%d" % i)
+        processQueue()
+        transaction.commit()
+        result_cache.forget()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def listing(self):
+        return [b.getId for b in self.catalog.unrestrictedSearchResults(
+            path={"query": "/plone/f", "depth": 1},
+            sort_on="getObjPositionInParent")]
+
+    def test_reordered_without_catalog_writes(self):
+        self.assertEqual(self.listing(), ["d0", "d1", "d2"])
+        transaction.abort()
+        self.assertEqual(self.listing(), ["d0", "d1", "d2"])  # a hit
+        transaction.abort()
+        self.portal.f.moveObjectsByDelta(["d2"], -2, suppress_events=True)
+        transaction.commit()
+        self.assertEqual(self.listing(), ["d2", "d0", "d1"])
+        transaction.abort()
+        self.portal.f.moveObjectsByDelta(["d0"], 5)
+        transaction.commit()
+        self.assertEqual(self.listing(), ["d2", "d1", "d0"])

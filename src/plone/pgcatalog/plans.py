@@ -315,10 +315,46 @@ class PythonSorted(Plan):
             paths = [paths[i] for i in order]
             sql_keys = [[keys[i] for i in order] if keys else keys
                         for keys in sql_keys]
-        sql_keys = iter(sql_keys)
+        reorder = PositionOrder(
+            [(index.getId() if index.pgc_python_sort else None)
+             for index in self.sort_indexes], self.reverse, self.b_start,
+            self.b_size, rids, paths, sql_keys)
+        answer = Answer(*reorder(self.sort_indexes))
+        answer.reorder = reorder
+        return answer
+
+
+class PositionOrder:
+    """The Python half of a :class:`PythonSorted` answer: the matches (rid
+    order, with their SQL sort keys) put in order with the folders'
+    positions *as they are now*, as GopipIndex reads them at sort time.
+    A cached answer is ordered again on every hit (positions change
+    without catalog writes: ``moveObjectsByDelta(...,
+    suppress_events=True)``), from this transaction's folders.  Holds no
+    persistent object: the sort indexes are named and looked up in the
+    catalog of the transaction ordering."""
+
+    def __init__(self, python_names, reverse, b_start, b_size, rids, paths,
+                 sql_keys):
+        self.python_names = python_names
+        self.reverse = reverse
+        self.b_start = b_start
+        self.b_size = b_size
+        self.rids = rids
+        self.paths = paths
+        self.sql_keys = sql_keys
+
+    def size(self):
+        return 120 * len(self.rids) + sum(len(p) for p in self.paths)
+
+    def __call__(self, sort_indexes):
+        """``(rids of the batch, count)``, ordered by ``sort_indexes``
+        (the catalog's index objects, in the query's order)."""
+        rids, paths = self.rids, self.paths
+        sql_keys = iter(self.sql_keys)
         columns = []
-        for index in self.sort_indexes:
-            if index.pgc_python_sort:
+        for index, name in zip(sort_indexes, self.python_names):
+            if name is not None:
                 pos = index.pgc_positions(paths)
                 columns.append([pos.get(p, MISSING) for p in paths])
             else:
@@ -339,7 +375,14 @@ class PythonSorted(Plan):
         count = len(rids)
         if self.b_size is not None:
             rids = rids[self.b_start:self.b_start + self.b_size]
-        return Answer(rids, count)
+        return rids, count
+
+    def again(self, catalog):
+        """``(rids, count)`` with the positions of ``catalog``'s
+        transaction."""
+        indexes = [catalog.getIndex(name) if name is not None else None
+                   for name in self.python_names]
+        return self(indexes)
 
 
 def _column(n):

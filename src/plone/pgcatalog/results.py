@@ -32,7 +32,8 @@ class Answer:
     """What a search found, independent of any transaction."""
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
-                 "values", "cache", "shared", "generation")
+                 "values", "cache", "shared", "generation", "reorder",
+                 "origin")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -53,10 +54,17 @@ class Answer:
         self.shared = False
         #: the catalog generation a shared answer is exact for
         self.generation = None
+        #: orders the matches with the folders' positions of the
+        #: transaction reading (plans.PositionOrder), or None
+        self.reorder = None
+        #: the cached answer a reordered view shares its brains with
+        self.origin = None
 
     def size(self):
         """Approximate bytes held."""
         n = 200 + 40 * len(self.rids)
+        if self.reorder is not None:
+            n += self.reorder.size()
         if self.scores:
             n += 120 * len(self.scores)
         return n + _meta_size(self.meta)
@@ -85,8 +93,22 @@ class Answer:
             return False
         self.meta.update(found)
         if self.cache is not None:
-            self.cache.grew(self, _meta_size(found))
+            self.cache.grew(self.origin or self, _meta_size(found))
         return True
+
+    def reordered(self, catalog):
+        """This cached answer in the order its folders have in
+        ``catalog``'s transaction (see plans.PositionOrder): a view sharing
+        its brains' metadata, or the answer itself when nothing is to be
+        ordered in Python."""
+        if self.reorder is None:
+            return self
+        rids, count = self.reorder.again(catalog)
+        view = Answer(rids, count)
+        view.meta, view.values = self.meta, self.values
+        view.cache, view.shared = self.cache, self.shared
+        view.generation, view.origin = self.generation, self
+        return view
 
     def relevance(self, store):
         """``(ordered rids, scores)``: relevance descending, equal scores

@@ -38,7 +38,7 @@ def search(tool, store, query):
     if key is not None:
         answer = cache.get(key)
         if answer is not None:
-            return results_for(tool, answer)
+            return results_for(tool, answer.reordered(tool._catalog))
         store.expect_fill()
     answer = answer_of(tool, store, query, window)
     if key is not None:

@@ -48,6 +48,7 @@ from Acquisition import aq_base
 from DateTime import DateTime
 
 from plone.pgcatalog import config
+from plone.pgcatalog.changes import read_names
 
 
 class Unkeyable(Exception):
@@ -226,8 +227,11 @@ def generation(tool):
 
 def key_for(tool, store, query):
     """``(cache, key)`` of ``query`` on ``tool`` in this transaction, or
-    ``(None, None)`` (cache off, own writes, no generation, a value that
-    cannot be keyed)."""
+    ``(None, None)`` (cache off, own writes, no counters yet, a value that
+    cannot be keyed).  The key holds the change counters of what the query
+    reads (changes.py): the indexes it names or sorts on, the entries that
+    exist, every answer's ``all``.  The transaction's generation (the fill
+    check's) and its metadata counters go to ``store``."""
     cache = get_cache()
     if cache is None:
         return None, None
@@ -235,14 +239,22 @@ def key_for(tool, store, query):
     if store.wrote or session.pending or session.has_writes:
         cache.bypasses += 1
         return None, None
+    base = aq_base(tool)
     gen = generation(tool)
+    counters = getattr(base, "_pgc_changes", None)
     catalog = tool._catalog
     try:
-        if gen is None:
-            raise Unkeyable("no generation")
+        if gen is None or counters is None:
+            raise Unkeyable("no counters")
         qkey = query_key(catalog, query)
     except Unkeyable:
         cache.bypasses += 1
         return None, None
-    return cache, (session.dsn, tool._pgc_key, gen, tuple(catalog._indexes),
-                   tuple(catalog.names), qkey)
+    store.cache_generation = gen
+    store.meta_view = counters.view()
+    counts = counters.names
+    names = read_names(catalog, query)
+    return cache, (session.dsn, base._pgc_key, counters.token, counters.all,
+                   counters.rows, tuple(catalog._indexes),
+                   tuple(catalog.names), qkey,
+                   tuple([counts.get(name, 0) for name in names]))

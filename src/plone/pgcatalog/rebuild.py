@@ -310,8 +310,9 @@ class OnlineRebuild:
             # the result cache's generation counts the old catalog's
             # commits: the next write starts it again from the new
             # catalog's stamp (cache.py); until then nothing is cached
-            if "_pgc_generation" in base.__dict__:
-                del base._pgc_generation
+            for name in ("_pgc_generation", "_pgc_changes"):
+                if name in base.__dict__:
+                    delattr(base, name)
         state.phase = DONE
         state.finished = time.time()
         transaction.get().note("plone.pgcatalog: online %s done"

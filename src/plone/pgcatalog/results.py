@@ -21,19 +21,21 @@ from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
 from ZTUtils.Lazy import _marker
 
+from plone.pgcatalog.changes import meta_current
 from plone.pgcatalog.codec import decode
 
 
 FIRST_WINDOW = 32
 MAX_WINDOW = 1024
+#: no metadata entry known (or none current)
+UNKNOWN = object()
 
 
 class Answer:
     """What a search found, independent of any transaction."""
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
-                 "values", "cache", "shared", "generation", "reorder",
-                 "origin")
+                 "values", "cache", "shared", "tags", "reorder", "origin")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -45,15 +47,16 @@ class Answer:
         self.scores = scores
         #: rids -> the statement scoring them (relevance order deferred)
         self.scoring = scoring
-        #: rid -> (path, metadata JSON text or None): brains read so far
+        #: rid -> (path, metadata JSON text or None): brains read so far;
+        #: a shared answer's entries add the metadata counter they were
+        #: read at (changes.py): (path, metadata, seq)
         self.meta = {}
-        #: rid -> the brain's column values, made from ``meta``
+        #: rid -> (its ``meta`` entry, the brain's column values made
+        #: from it)
         self.values = {}
         #: the cache holding this answer (it counts the bytes added)
         self.cache = None
         self.shared = False
-        #: the catalog generation a shared answer is exact for
-        self.generation = None
         #: orders the matches with the folders' positions of the
         #: transaction reading (plans.PositionOrder), or None
         self.reorder = None
@@ -70,13 +73,34 @@ class Answer:
         return n + _meta_size(self.meta)
 
     def learns(self, store):
-        """Whether what ``store``'s transaction reads may be added."""
+        """Whether what ``store``'s transaction reads may be added: its
+        PostgreSQL snapshot holds exactly what its ZODB snapshot counts
+        (the answer's key matched that snapshot's counters)."""
         if not self.shared:
             return True
         session = store.session
         if store.wrote or session.pending or session.has_writes:
             return False    # this transaction's own writes would show
-        return store.snapshot_complete(self.generation)
+        if store.meta_view is None:
+            return False
+        return store.snapshot_complete(store.cache_generation)
+
+    def tag_meta(self, seq):
+        """The metadata read so far was read at metadata counter ``seq``
+        (the answer is about to be shared)."""
+        self.meta = _tagged(self.meta, seq)
+
+    def meta_entry(self, rid, view):
+        """The metadata entry held for ``rid`` if it is that of the
+        snapshot whose metadata counters are ``view`` (a shared answer's
+        may be older: changes.meta_current), else UNKNOWN."""
+        entry = self.meta.get(rid, UNKNOWN)
+        if entry is UNKNOWN or not self.shared:
+            return entry
+        if view is None or entry is None or len(entry) < 3 or \
+                not meta_current(view, rid, entry[2]):
+            return UNKNOWN
+        return entry
 
     def total(self, store):
         if self.count is None:
@@ -91,6 +115,8 @@ class Answer:
         not for this answer, see :meth:`learns`)."""
         if not self.learns(store):
             return False
+        if self.shared:
+            found = _tagged(found, store.meta_view[0])
         self.meta.update(found)
         if self.cache is not None:
             self.cache.grew(self.origin or self, _meta_size(found))
@@ -106,8 +132,7 @@ class Answer:
         rids, count = self.reorder.again(catalog)
         view = Answer(rids, count)
         view.meta, view.values = self.meta, self.values
-        view.cache, view.shared = self.cache, self.shared
-        view.generation, view.origin = self.generation, self
+        view.cache, view.shared, view.origin = self.cache, self.shared, self
         return view
 
     def relevance(self, store):
@@ -128,8 +153,16 @@ class Answer:
         return ordered, scores
 
 
+def _tagged(meta, seq):
+    """Metadata entries with the counter they were read at (an entry
+    replaced whole: a reader never sees new metadata with an old tag)."""
+    return {rid: (entry[0], entry[1], seq) if entry else
+            (None, None, seq) for rid, entry in meta.items()}
+
+
 def _meta_size(meta):
-    return sum(120 + (len(e[0]) + 2 * len(e[1] or "") if e else 0)
+    return sum(120 + (len(e[0]) + 2 * len(e[1] or "")
+                      if e and e[0] is not None else 0)
                for e in meta.values())
 
 
@@ -161,30 +194,44 @@ class BrainFactory:
         self.store = self.store_ref = None
         self.positions = None
         self.window = FIRST_WINDOW
+        #: this transaction's metadata counters (a shared answer's brains
+        #: are checked against them)
+        self.view = tool._pgc_store().meta_view if answer.shared else None
 
-    def _known(self, rid):
-        return rid in self.answer.meta or rid in self.local
+    def _entry(self, rid):
+        """The metadata entry of ``rid`` this sequence may use, or
+        UNKNOWN."""
+        entry = self.local.get(rid, UNKNOWN)
+        if entry is UNKNOWN:
+            entry = self.answer.meta_entry(rid, self.view)
+        return entry
 
     def _load_around(self, rid):
         if self.positions is None:
             self.positions = {r: i for i, r in enumerate(self.rids)}
         start = self.positions.get(rid, 0)
         wanted = [r for r in self.rids[start:start + self.window]
-                  if not self._known(r)]
+                  if self._entry(r) is UNKNOWN]
         if rid not in wanted:
             wanted.insert(0, rid)
         self.window = min(self.window * 2, MAX_WINDOW)
         store = self.tool._pgc_store()
+        if self.answer.shared:
+            # whether it may be shared: asked with the same statement
+            store.expect_fill()
         found = store.metadata_window(wanted)
         found = {r: found.get(r) for r in wanted}
         if not self.answer.add_meta(store, found):
             self.local.update(found)
 
     def __call__(self, rid):
-        if not self._known(rid):
+        entry = self._entry(rid)
+        if entry is UNKNOWN:
             self._load_around(rid)
-        entry = self.answer.meta.get(rid) or self.local.get(rid)
-        if entry:
+            entry = self._entry(rid)
+            if entry is UNKNOWN:    # pragma: no cover - just read
+                entry = None
+        if entry and entry[0] is not None:
             # the transaction's rid -> path map (tool.getpath) learns it
             if self.store is None:
                 self.store = self.tool._pgc_store()
@@ -192,17 +239,21 @@ class BrainFactory:
             path = self.store.paths[rid] = entry[0]
             extra = (path, self.store_ref)
         else:
+            entry = None
             extra = ()
-        values = self.answer.values.get(rid)
-        if values is None:
+        cached = self.answer.values.get(rid)
+        if cached is not None and cached[0] is entry:
+            values = cached[1]
+        else:
             raw = entry[1] if entry else None
             meta = orjson.loads(raw) if raw else None
-            if entry is self.answer.meta.get(rid) and self.answer.shared:
+            if entry is not None and self.answer.shared and \
+                    self.answer.meta.get(rid) is entry:
                 # made once for a cached answer, typed values decoded (as
                 # ZCatalog's brains share their metadata records): later
                 # hits skip parsing and decoding
                 values = brain_values(self.names, meta, decode)
-                self.answer.values[rid] = values
+                self.answer.values[rid] = (entry, values)
             else:
                 values = brain_values(self.names, meta)
         if self.scores is not None:

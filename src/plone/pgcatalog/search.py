@@ -42,8 +42,8 @@ def search(tool, store, query):
         store.expect_fill()
     answer = answer_of(tool, store, query, window)
     if key is not None:
-        if store.snapshot_complete(key[2]):
-            answer.generation = key[2]
+        if store.snapshot_complete(store.cache_generation):
+            answer.tag_meta(store.meta_view[0])
             cache.put(key, answer)
         else:
             cache.unfilled += 1

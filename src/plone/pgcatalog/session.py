@@ -56,11 +56,13 @@ from transaction.interfaces import IDataManager
 from transaction.interfaces import IDataManagerSavepoint
 from zope.interface import implementer
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import config
 from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import ddl
 from plone.pgcatalog import writer as writer_module
+from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import Fragment
@@ -118,6 +120,16 @@ class CatalogSession:
         self.pending = writer_module.PendingWrites()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
         self.dirty = set()  # cids written to in the PG txn (their stamp)
+        #: cid -> what this transaction changed, not yet counted by the
+        #: catalog's ChangeCounters (changes.py; taken by take_changes)
+        self.changes = {}
+        #: cids whose changes a before-commit hook counted
+        self.counted = set()
+        #: catalog key -> "registered" / "counted": the tool's
+        #: before-commit hook that counts its changes (tool.py)
+        self.count_hooks = {}
+        #: catalog keys whose generation this transaction counted
+        self.generation_counted = set()
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
@@ -231,7 +243,30 @@ class CatalogSession:
         cursor = self._run(query, params, None, False, write=True)
         if cid is not None:
             self.dirty.add(cid)
+            # a statement on any number of rows: every answer may change
+            self._changes(cid).all = True
         return cursor
+
+    def _changes(self, cid):
+        changes = self.changes.get(cid)
+        if changes is None:
+            changes = self.changes[cid] = Changes()
+        return changes
+
+    def take_changes(self, cid):
+        """What this transaction changed in catalog ``cid`` since the last
+        call, its pending writes sent first (a before-commit hook counts
+        them: changes.py)."""
+        self.flush()
+        self.counted.add(cid)
+        return self.changes.pop(cid, None) or Changes()
+
+    def commits_catalog(self, cid):
+        """Whether the commit will log a change of catalog ``cid`` (its
+        change stamp goes up: tpc_vote), as things stand."""
+        return bool((self.wrote or self.pending) and (
+            cid in self.dirty or cid in self.counter_flushed
+            or cid in self.pending.counter))
 
     def _send(self, queue, failed):
         """``queue(conn, fresh)`` queues statements in one pipeline of the
@@ -372,9 +407,10 @@ class CatalogSession:
         def queue(conn, fresh):
             conn.execute("SAVEPOINT pgc_flush", prepare=False)
             self._unlimited(conn)
-            self.writer.apply(conn, ops)
+            found = self.writer.apply(conn, ops)
             self._limited(conn)
             conn.execute("RELEASE SAVEPOINT pgc_flush", prepare=False)
+            return found
 
         def failed(conn, exc, fresh):
             error = dberrors.translate_error(exc, "catalog writes")
@@ -395,8 +431,10 @@ class CatalogSession:
             self.failed = error
             raise error from None
 
-        self._send(queue, failed)
+        found = self._send(queue, failed)
         self.wrote = True
+        for cid, changes in found.items():
+            self._changes(cid).update(changes)
 
     def set_commit_error(self, cid, path, exc, what=None):
         """Make this transaction's commit fail with ``exc`` (or not, with
@@ -434,6 +472,7 @@ class CatalogSession:
         if not self.pending and not self.wrote:
             return  # read only: the snapshot ends in tpc_finish
         self.flush()
+        self._uncounted()
         conn = self.connection()
         gid = None
         if db.two_phase(self.dsn) and _other_resources(txn, self):
@@ -458,6 +497,19 @@ class CatalogSession:
         self.prepared = gid
         if gid is None:
             self._committed()
+
+    def _uncounted(self):
+        """Writes made after the before-commit hooks counted them (by a
+        data manager's commit): too late for the ZODB's counters, so this
+        process's result cache is emptied and the writes are logged (other
+        processes may serve answers from before them; docs/cache.md)."""
+        late = [cid for cid in self.counted if self.changes.get(cid)]
+        if late:
+            logger.error(
+                "catalog writes after the transaction's before-commit hooks "
+                "(catalogs %s): the result cache's counters miss them; "
+                "write to the catalog before the commit starts", late)
+            result_cache.forget()
 
     def _committed(self):
         self.wrote = False
@@ -534,6 +586,10 @@ class CatalogSession:
             self.pending = writer_module.PendingWrites()
             self.counter_flushed.clear()
             self.dirty.clear()
+            self.changes.clear()
+            self.counted.clear()
+            self.count_hooks.clear()
+            self.generation_counted.clear()
             self.drops = {}
             self.commit_hooks = []
             self.begun = False

@@ -84,6 +84,10 @@ class CatalogStore:
         self.on_write = None
         #: this transaction wrote to the catalog (or queued a write)
         self.wrote = False
+        #: the result cache's view of this transaction (cache.key_for): its
+        #: generation (fill checks) and metadata counters (changes.py)
+        self.cache_generation = None
+        self.meta_view = None
         self._cid = None
         #: rid -> path, as this transaction read them
         self.paths = {}
@@ -119,10 +123,11 @@ class CatalogStore:
         self.session.pending.add(self.cid, path, op)
 
     def _writing(self):
-        if not self.wrote:
-            self.wrote = True
-            if self.on_write is not None:
-                self.on_write()
+        self.wrote = True
+        if self.on_write is not None and \
+                self.session.count_hooks.get(self.key) != "registered":
+            # the first write, or one after the changes were counted
+            self.on_write()
 
     def snapshot_complete(self, generation):
         """Whether this transaction's PostgreSQL snapshot holds exactly the

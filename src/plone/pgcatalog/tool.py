@@ -38,6 +38,7 @@ from plone.pgcatalog import db
 from plone.pgcatalog import logger
 from plone.pgcatalog import rebuild
 from plone.pgcatalog.catalog import CatalogConfig
+from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.session import current_session
 from plone.pgcatalog.store import store_for
 from plone.pgcatalog.toolapi.admin import ADMIN_TABS
@@ -109,24 +110,57 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
                          self._pgc_changed)
 
     def _pgc_changed(self):
-        """This transaction writes the catalog: its generation goes up
-        (before the commit starts: cached answers of the old generation are
-        never used by transactions that see this one; see cache.py)."""
+        """This transaction writes the catalog (its first write, or one
+        after its changes were counted): have them counted before the
+        commit starts (``_pgc_count_changes``)."""
         base = aq_base(self)
         if base._p_jar is not None and base._p_oid is not None:
             # the commit fails (ConflictError, retried) if the tool changed
             # meanwhile: an online build registered, switched or cancelled
             # (rebuild.py); checked when the ZODB connection commits changes
             base._p_jar.readCurrent(base)
-        # getattr, not __dict__: a ghost's __dict__ is empty until loaded,
-        # and a new counter would rewrite the tool
-        counter = getattr(base, "_pgc_generation", None)
-        if counter is None:
-            # starts at the catalog's change stamp: both count writing
-            # commits from then on (cache.py)
-            counter = self._pgc_generation = Length(
-                self._pgc_store().state()[1])
-        counter.change(1)
+        session = self._pgc_session()
+        session.count_hooks[self._pgc_key] = "registered"
+        session.txn.addBeforeCommitHook(self._pgc_count_changes)
+
+    def _pgc_count_changes(self):
+        """Before the commit starts: count what this transaction changed in
+        the catalog, where readers see it through their ZODB connection
+        (cache.py, changes.py): the generation goes up by one if the
+        transaction commits catalog writes (as the change stamp does), and
+        the change counters by what the writes changed.  Runs again if the
+        catalog is written after it (a later before-commit hook)."""
+        session = self._pgc_session()
+        key = self._pgc_key
+        session.count_hooks[key] = "counted"
+        store = self._pgc_store()
+        try:
+            changes = session.take_changes(store.cid)
+        except Exception:
+            if session.failed is None:
+                raise
+            # the writes were refused (a conflict, PostgreSQL gone): the
+            # commit fails with that error in tpc_vote, where the
+            # transaction's resources are aborted as for any vote
+            return
+        base = aq_base(self)
+        if session.commits_catalog(store.cid) and \
+                key not in session.generation_counted:
+            session.generation_counted.add(key)
+            # getattr, not __dict__: a ghost's __dict__ is empty until
+            # loaded, and a new counter would rewrite the tool
+            counter = getattr(base, "_pgc_generation", None)
+            if counter is None:
+                # starts at the catalog's change stamp: both count writing
+                # commits from then on (cache.py)
+                counter = self._pgc_generation = Length(store.state()[1])
+            counter.change(1)
+        if changes:
+            counters = getattr(base, "_pgc_changes", None)
+            if counters is None:
+                counters = self._pgc_changes = ChangeCounters(
+                    uuid.uuid4().hex)
+            counters.bump(changes)
 
     def _pgc_cid(self):
         """This catalog's id in PostgreSQL (see CatalogStore.cid)."""
@@ -146,6 +180,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         self._pgc_key = uuid.uuid4().hex
         self.__dict__.pop("_pgc_created", None)
         self.__dict__.pop("_pgc_generation", None)
+        self.__dict__.pop("_pgc_changes", None)
         self.__dict__.pop("_pgc_build", None)  # the original's (rebuild.py)
         self.__dict__.pop("_pgc_shadow", None)   # a copy has no shadow
         super().manage_afterClone(item)

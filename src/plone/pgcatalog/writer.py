@@ -12,6 +12,7 @@ pipeline: one network round trip for the whole batch.
 import orjson
 
 from plone.pgcatalog import schema
+from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
@@ -198,9 +199,14 @@ def split_path(path):
 
 
 def lock_statement(cid, paths):
-    """Lock the existing rows of ``paths`` in path order."""
-    return q("SELECT 1 FROM {} WHERE cid = {} AND path = ANY({}) "
-             "ORDER BY path FOR UPDATE", ENTRIES, cid, sorted(paths))
+    """Lock the existing rows of ``paths`` in path order; each row as it
+    was: ``(path, rid, idx, metadata text, text index names)``, what the
+    writes change is found from it (changes.Changes.entry)."""
+    return q("SELECT e.path, e.rid, e.idx, (SELECT m.meta::text FROM {} m "
+             "WHERE m.rid = e.rid), ARRAY(SELECT t.name FROM {} t WHERE "
+             "t.rid = e.rid) FROM {} e WHERE e.cid = {} AND e.path = ANY({}) "
+             "ORDER BY e.path FOR UPDATE OF e", META, TEXT, ENTRIES, cid,
+             sorted(paths))
 
 
 def delete_statement(cid, path):
@@ -261,22 +267,34 @@ class Writer:
     concurrent transactions lock catalog rows in the same order and cannot
     deadlock on them; then entries are written in the order they were first
     catalogued, so new entries get their rids in indexing order as in
-    ZCatalog (whose sorted results order ties by rid)."""
+    ZCatalog (whose sorted results order ties by rid).  The locked rows, as
+    they were, tell what the batch changed (``{cid: changes.Changes}``,
+    returned: the result cache's counters, changes.py)."""
 
     def apply(self, conn, ops):
         paths = {}
         for cid, path in ops:
             paths.setdefault(cid, []).append(path)
+        locks = {}
         with conn.pipeline():
             cur = conn.cursor()
             for cid in sorted(paths):
-                _run(cur, lock_statement(cid, paths[cid]))
+                locks[cid] = conn.cursor()
+                _run(locks[cid], lock_statement(cid, paths[cid]))
             for (cid, path) in ops:
                 delete_first, upsert = fold(ops[(cid, path)])
                 if delete_first:
                     _run(cur, delete_statement(cid, path))
                 if upsert is not None:
                     _run(cur, upsert_statement(cid, path, upsert))
+        found = {}
+        for cid, lock in locks.items():
+            changes = found[cid] = Changes()
+            old = {row[0]: row[1:] for row in lock.fetchall()}
+            for path in paths[cid]:
+                delete_first, upsert = fold(ops[(cid, path)])
+                changes.entry(old.get(path), delete_first, upsert)
+        return found
 
 
 def _run(cur, statement):

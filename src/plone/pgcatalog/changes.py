@@ -1,0 +1,198 @@
+"""What a transaction changed in a catalog, counted where readers see it.
+
+The result cache (``cache.py``) keys an answer by counters of the parts of
+the catalog the answer read, so a write invalidates only the answers it can
+change: editing a document's title leaves the cached listings by type,
+state, path or date standing, and their brains are refreshed one by one.
+
+* :class:`Changes`: one transaction's changes to one catalog, found by the
+  writer (``writer.py``) comparing each written entry's stored row with
+  the new one: the index names whose values changed, whether entries came
+  or went (``rows``), the rids whose metadata changed; ``all`` when a write
+  cannot be described (a statement on many rows: clear, reindexIndex,
+  refreshCatalog, set_metadata), which invalidates every answer.
+* :class:`ChangeCounters`: a persistent object on the tool, conflict
+  resolving like ``BTrees.Length`` (concurrent writers add up, never
+  conflict), that every writing transaction bumps before its commit starts
+  (a before-commit hook: the tool's ``_pgc_count_changes``).  A request reads
+  it through its own ZODB connection: the counters of its snapshot, no
+  statement.  Metadata changes are kept as a bounded log ``rid -> seq``
+  (the last :data:`LOG_SIZE` changed rids; older ones are folded into
+  ``floor``): a brain's metadata read at ``seq`` t is still the catalog's
+  when no change to its rid was logged after t.
+
+Why exact: an answer read from a PostgreSQL snapshot that holds exactly the
+writes its ZODB snapshot counts (``store.snapshot_complete``) depends only
+on the values of the indexes it names (filters, sort), on which entries
+exist, and on the metadata of the brains read.  A later transaction whose
+counters for those indexes, ``rows`` and ``all`` are the same sees a
+catalog where no committed transaction changed any of them (each would
+have bumped one); the same answer is then the one PostgreSQL would give.
+Counters only grow, so a change undone later still counts as a change.
+"""
+import orjson
+from persistent import Persistent
+
+
+#: metadata changes remembered by rid (older ones raise ``floor``)
+LOG_SIZE = 256
+
+_DUMPS = orjson.OPT_SORT_KEYS
+
+
+class Changes:
+    """One transaction's changes to one catalog (see module docstring)."""
+
+    __slots__ = ("all", "rows", "names", "meta")
+
+    def __init__(self):
+        self.all = False
+        self.rows = False
+        self.names = set()
+        self.meta = set()
+
+    def __bool__(self):
+        return self.all or self.rows or bool(self.names) or bool(self.meta)
+
+    def update(self, other):
+        self.all = self.all or other.all
+        self.rows = self.rows or other.rows
+        self.names |= other.names
+        self.meta |= other.meta
+
+    def entry(self, old, delete_first, upsert):
+        """Count one entry's write: ``old`` the row locked before it
+        (``(rid, idx, meta text, text index names)`` or None: no entry),
+        then a delete if ``delete_first``, then ``upsert`` (or None)."""
+        if old is None or delete_first or upsert is None:
+            # an entry comes or goes (a delete and an insert: a new rid)
+            if old is not None or upsert is not None:
+                self.rows = True
+            return
+        rid, idx, meta, texts = old
+        idx = idx or {}
+        if upsert.full:
+            keys = set(idx) | set(upsert.idx_set)
+            self.names.update(k for k in keys if _differ(
+                idx.get(k), upsert.idx_set.get(k)))
+            # the text rows not written again are deleted
+            self.names.update(texts or ())
+        else:
+            self.names.update(k for k, v in upsert.idx_set.items()
+                              if _differ(idx.get(k), v))
+            self.names.update(k for k in upsert.idx_remove if k in idx)
+            self.names.update(upsert.text_remove)
+        self.names.update(upsert.text_set)
+        if upsert.meta is not None and upsert.meta != meta:
+            self.meta.add(rid)
+
+
+def _differ(old, new):
+    """Whether two index values (as stored in JSON) differ: compared as
+    their canonical JSON (``True`` is not ``1``, ``1.0`` is not ``1``: a
+    difference in doubt counts as a change)."""
+    if old is None or new is None:
+        return old is not new
+    try:
+        return orjson.dumps(old, option=_DUMPS) != \
+            orjson.dumps(new, option=_DUMPS)
+    except (TypeError, orjson.JSONEncodeError):
+        return True
+
+
+class ChangeCounters(Persistent):
+    """A catalog's change counters (see module docstring)."""
+
+    def __init__(self, token):
+        #: new counters, new token: answers keyed by counters made before
+        #: (a removed and remade object) are never matched
+        self.token = token
+        self.all = 0
+        self.rows = 0
+        self.names = {}
+        self.seq = 0
+        self.floor = 0
+        self.log = {}
+
+    def bump(self, changes):
+        """Count ``changes`` (a :class:`Changes`) in this transaction."""
+        if not changes:
+            return
+        if changes.all:
+            self.all += 1
+        if changes.rows:
+            self.rows += 1
+        if changes.names:
+            names = dict(self.names)
+            for name in changes.names:
+                names[name] = names.get(name, 0) + 1
+            self.names = names
+        if changes.meta:
+            self.seq += 1
+            log = dict(self.log)
+            for rid in changes.meta:
+                log[rid] = self.seq
+            self.log, self.floor = _bounded(log, self.floor)
+        self._p_changed = True
+
+    def view(self):
+        """What readers of this snapshot need: ``(seq, floor, log)``."""
+        return (self.seq, self.floor, self.log)
+
+    def _p_resolveConflict(self, old, committed, mine):
+        """Concurrent bumps add up (as BTrees.Length's)."""
+        result = dict(committed)
+        for field in ("all", "rows", "seq"):
+            result[field] = committed[field] + mine[field] - old[field]
+        names = dict(committed["names"])
+        for name in set(mine["names"]) | set(old["names"]):
+            names[name] = (committed["names"].get(name, 0)
+                           + mine["names"].get(name, 0)
+                           - old["names"].get(name, 0))
+        result["names"] = names
+        # my metadata changes take the merged seq: a brain read before it
+        # (at the committed seq or lower) counts them as changes
+        log = dict(committed["log"])
+        mine_old = old["log"]
+        for rid, seq in mine["log"].items():
+            if mine_old.get(rid) != seq:
+                log[rid] = result["seq"]
+        result["log"], result["floor"] = _bounded(
+            log, max(committed["floor"], mine["floor"]))
+        return result
+
+
+def _bounded(log, floor):
+    """``(log, floor)`` with at most LOG_SIZE rids, the oldest folded into
+    the floor."""
+    if len(log) <= LOG_SIZE:
+        return log, floor
+    ordered = sorted(log.items(), key=lambda item: item[1])
+    cut = len(log) - LOG_SIZE
+    floor = max(floor, ordered[cut - 1][1])
+    return dict(ordered[cut:]), floor
+
+
+def meta_current(view, rid, tag):
+    """Whether metadata of ``rid`` read at seq ``tag`` is still current in
+    the snapshot whose counters' view is ``view``."""
+    if tag is None:
+        return False
+    seq, floor, log = view
+    if tag == seq:
+        return True
+    # read at a later counter than the reader's: maybe not its metadata
+    return floor <= tag < seq and log.get(rid, 0) <= tag
+
+
+def read_names(catalog, query):
+    """The catalog indexes a merged query reads: those it names and those
+    it sorts on (sorted: their counters go into the answer's key)."""
+    indexes = catalog._indexes
+    names = {name for name in query if name in indexes}
+    sort_on = query.get("sort_on")
+    if isinstance(sort_on, str):
+        sort_on = [sort_on]
+    if isinstance(sort_on, (list, tuple)):
+        names.update(n for n in sort_on if isinstance(n, str))
+    return tuple(sorted(names))

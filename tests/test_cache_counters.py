@@ -1,0 +1,290 @@
+"""The result cache's change counters (changes.py): a write invalidates only
+the answers it can change, and brains of a cached answer are refreshed one
+by one."""
+import os
+import tempfile
+import unittest
+
+import transaction
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from Products.CMFCore.indexing import processQueue
+from ZODB import DB
+from ZODB.FileStorage import FileStorage
+
+from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import changes
+from plone.pgcatalog.changes import ChangeCounters
+from plone.pgcatalog.changes import Changes
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.writer import Upsert
+
+
+def _upsert(idx, meta="{}", full=True, text=None, remove=()):
+    return Upsert(full, dict(idx), list(remove), meta, dict(text or {}), [])
+
+
+class TestChanges(unittest.TestCase):
+    """What the writer finds a write changed (no database: the rows as
+    the lock statement returns them)."""
+
+    def test_values_compared_as_stored(self):
+        old = (7, {"a": 1, "b": ["x", "y"], "c": True, "d": {"k": 1}},
+               "{}", [])
+        found = Changes()
+        found.entry(old, False, _upsert(
+            {"a": 1, "b": ["x", "y"], "c": 1, "d": {"k": 1.0}}))
+        # True is not 1, 1.0 is not 1: a change in doubt is a change
+        self.assertEqual(found.names, {"c", "d"})
+        self.assertFalse(found.rows or found.meta or found.all)
+
+    def test_full_reindex_drops_values_and_text(self):
+        found = Changes()
+        found.entry((7, {"a": 1, "gone": 2}, "{}", ["Title"]), False,
+                    _upsert({"a": 1}, text={"SearchableText": "x"}))
+        self.assertEqual(found.names, {"gone", "Title", "SearchableText"})
+
+    def test_partial_reindex(self):
+        found = Changes()
+        found.entry((7, {"a": 1, "b": 2}, "{}", []), False,
+                    _upsert({"a": 1}, full=False, remove=["b", "c"]))
+        self.assertEqual(found.names, {"b"})
+
+    def test_metadata(self):
+        found = Changes()
+        found.entry((7, {}, '{"Title": "a"}', []), False,
+                    _upsert({}, meta='{"Title": "a"}'))
+        self.assertEqual(found.meta, set())
+        found.entry((8, {}, '{"Title": "a"}', []), False,
+                    _upsert({}, meta='{"Title": "b"}'))
+        found.entry((9, {}, '{"Title": "a"}', []), False,
+                    _upsert({}, meta=None))        # metadata kept
+        self.assertEqual(found.meta, {8})
+
+    def test_entries_that_come_or_go(self):
+        for old, delete_first, upsert in (
+                (None, False, _upsert({})),                 # new
+                ((7, {}, "{}", []), True, None),            # removed
+                ((7, {}, "{}", []), True, _upsert({}))):    # a new rid
+            found = Changes()
+            found.entry(old, delete_first, upsert)
+            self.assertTrue(found.rows)
+        found = Changes()
+        found.entry(None, True, None)       # nothing there, nothing written
+        self.assertFalse(found)
+
+
+class TestCounters(unittest.TestCase):
+
+    def test_metadata_log(self):
+        counters = ChangeCounters("t")
+        seen = counters.view()[0]
+        changed = Changes()
+        changed.meta = {5}
+        counters.bump(changed)
+        view = counters.view()
+        self.assertFalse(changes.meta_current(view, 5, seen))
+        self.assertTrue(changes.meta_current(view, 6, seen))
+        self.assertTrue(changes.meta_current(view, 5, view[0]))
+        # read at a later counter than the reader's: never used
+        self.assertFalse(changes.meta_current((0, 0, {}), 6, 1))
+        self.assertFalse(changes.meta_current(view, 6, None))
+
+    def test_log_bounded(self):
+        counters = ChangeCounters("t")
+        tag = counters.view()[0]
+        for rid in range(changes.LOG_SIZE + 10):
+            changed = Changes()
+            changed.meta = {rid}
+            counters.bump(changed)
+        seq, floor, log = counters.view()
+        self.assertEqual(len(log), changes.LOG_SIZE)
+        self.assertEqual(floor, 10)
+        # rids folded into the floor: a brain read before it is unknown
+        self.assertFalse(changes.meta_current(counters.view(), 10 ** 6, tag))
+        self.assertTrue(changes.meta_current(counters.view(), 10 ** 6, floor))
+
+    def test_concurrent_bumps_add_up(self):
+        """Two transactions bump the counters concurrently: both commit
+        (conflict resolution) and the result counts both."""
+        with tempfile.TemporaryDirectory() as tmp:
+            db = DB(FileStorage(os.path.join(tmp, "Data.fs")))
+            try:
+                tm1, tm2 = (transaction.TransactionManager()
+                            for _ in range(2))
+                c1, c2 = db.open(tm1), db.open(tm2)
+                c1.root()["c"] = ChangeCounters("t")
+                tm1.commit()
+                c2.sync()
+                a, b = c1.root()["c"], c2.root()["c"]
+                first = Changes()
+                first.names, first.meta, first.rows = {"Title"}, {1}, True
+                a.bump(first)
+                second = Changes()
+                second.names, second.meta = {"Title", "review_state"}, {2}
+                b.bump(second)
+                tm1.commit()
+                tm2.commit()        # resolved, no ConflictError
+                c3 = db.open()
+                merged = c3.root()["c"]
+                self.assertEqual(merged.names,
+                                 {"Title": 2, "review_state": 1})
+                self.assertEqual((merged.rows, merged.all, merged.seq),
+                                 (1, 0, 2))
+                # the later writer's rid is newer than what a reader of the
+                # first commit (seq 1) read
+                view = merged.view()
+                self.assertTrue(changes.meta_current(view, 1, 1))
+                self.assertFalse(changes.meta_current(view, 2, 1))
+                c3.close()
+            finally:
+                db.close()
+
+
+class TestInvalidation(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        for n in range(3):
+            self.portal.invokeFactory("Document", "d%d" % n,
+                                      title="Doc %d" % n)
+        self.portal.invokeFactory("News Item", "news", title="News")
+        processQueue()
+        transaction.commit()
+        result_cache.forget()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def statements(self, func):
+        session = self.catalog._pgc_session()
+        sent = []
+        original = session._run
+
+        def counting(*args, **kw):
+            sent.append(args[0])
+            return original(*args, **kw)
+
+        session._run = counting
+        try:
+            return func(), sent
+        finally:
+            del session._run
+
+    def titles(self, **query):
+        return sorted((b.getId, b.Title) for b in
+                      self.catalog.unrestrictedSearchResults(**query))
+
+    def edit(self, name, **changes):
+        obj = self.portal[name]
+        for key, value in changes.items():
+            getattr(obj, "set" + key)(value)
+        obj.reindexObject()
+        transaction.commit()
+
+    def test_an_edit_keeps_answers_it_cannot_change(self):
+        by_type = dict(portal_type="Document")
+        by_title = dict(Title="Doc")
+        self.titles(**by_type)
+        self.titles(**by_title)
+        transaction.abort()
+        self.edit("d1", Title="Renamed")
+        found, sent = self.statements(lambda: len(
+            self.catalog.unrestrictedSearchResults(**by_type)))
+        self.assertEqual((found, sent), (3, []))      # still cached
+        # its brains: the edited one's metadata read again, alone
+        found, sent = self.statements(lambda: self.titles(**by_type))
+        self.assertEqual(found, [("d0", "Doc 0"), ("d1", "Renamed"),
+                                 ("d2", "Doc 2")])
+        self.assertEqual(len(sent), 1)
+        self.assertIn("ANY", sent[0])
+        transaction.abort()
+        found, sent = self.statements(lambda: self.titles(**by_type))
+        self.assertEqual((len(found), sent), (3, []))  # shared again
+        # an answer reading the changed index is read again
+        self.assertEqual([i for i, _t in self.titles(**by_title)],
+                         ["d0", "d2"])
+
+    def test_a_change_of_a_filter_is_seen(self):
+        query = dict(portal_type="Document", sort_on="sortable_title")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 3)
+        transaction.abort()
+        tagged = dict(Subject="tagged", portal_type="Document")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **tagged)), 0)
+        transaction.abort()
+        self.portal.d0.setSubject(["tagged"])
+        self.portal.d0.reindexObject()
+        transaction.commit()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **tagged)), 1)
+        transaction.abort()
+        # a type change: a filter of the cached answer
+        self.portal.news.portal_type = "Document"
+        self.portal.news.reindexObject()
+        transaction.commit()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 4)
+
+    def test_entries_that_come_and_go(self):
+        query = dict(portal_type="Document")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 3)
+        transaction.abort()
+        self.portal.invokeFactory("Folder", "f")    # another type
+        transaction.commit()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 3)
+        transaction.abort()
+        self.portal.manage_delObjects(["d2"])
+        transaction.commit()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 2)
+
+    def test_savepoint_rollback_counts_the_generation_once(self):
+        """A write, a savepoint, a write rolled back, a write: the commit
+        counts one generation (as the change stamp), so answers are cached
+        again afterwards."""
+        self.portal.d0.setTitle("A")
+        self.portal.d0.reindexObject()
+        processQueue()
+        savepoint = transaction.savepoint()
+        self.portal.d1.setTitle("B")
+        self.portal.d1.reindexObject()
+        self.titles(portal_type="Document")       # the writes are sent
+        savepoint.rollback()
+        self.portal.d2.setTitle("C")
+        self.portal.d2.reindexObject()
+        transaction.commit()
+        self.titles(portal_type="Document")
+        transaction.abort()
+        found, sent = self.statements(lambda: self.titles(
+            portal_type="Document"))
+        self.assertEqual(sent, [])
+        self.assertEqual(found, [("d0", "A"), ("d1", "Doc 1"),
+                                 ("d2", "C")])
+
+    def test_a_write_in_a_later_before_commit_hook_is_counted(self):
+        query = dict(Title="Doc")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 3)
+        transaction.abort()
+        # the first write changes no title: only the later one does
+        self.portal.d0.setDescription("First")
+        self.portal.d0.reindexObject()
+        processQueue()
+
+        def later():
+            self.portal.d1.setTitle("Second")
+            self.catalog.reindexObject(self.portal.d1)
+
+        # the catalog's own hook is registered (first write) before this
+        transaction.get().addBeforeCommitHook(later)
+        transaction.commit()
+        self.assertEqual(
+            sorted(b.getId for b in self.catalog.unrestrictedSearchResults(
+                **query)), ["d0", "d2"])

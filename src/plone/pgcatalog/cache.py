@@ -2,21 +2,26 @@
 
 Why it is exact:
 
-* Every transaction that writes a catalog increments the catalog's
+* Every transaction that commits catalog writes increments the catalog's
   generation, a ``BTrees.Length.Length`` on the tool (conflict-resolving:
-  concurrent writers never conflict on it), before its commit starts.  A
-  request reads the generation through its own ZODB connection, so it sees
-  the value of its ZODB snapshot: a transaction that begins after a catalog
-  write committed sees the new generation, and the answers keyed by the old
-  one are never used for it.  Reading it costs nothing (the ZODB cache; the
-  storage's invalidations say when it changed).
-* Keys: the catalog (database, tool key), the generation, the catalog's
-  configuration (indexes, metadata columns) and the effective query after
-  CMFPlone's additions (roles and users; ``effectiveRange`` in the minutes
-  DateRangeIndex compares), canonicalised by value *and type*.  A value that
-  cannot be keyed exactly (an unknown type) bypasses the cache.
-* Fills: an answer read in PostgreSQL is stored under generation G only
-  when its snapshot holds exactly the writes G counts.  The generation
+  concurrent writers never conflict on it), before its commit starts, and
+  counts what it changed in the tool's change counters (``changes.py``:
+  per index, entries added or removed, metadata per rid).  A request reads
+  both through its own ZODB connection, so it sees the values of its ZODB
+  snapshot at no cost (the ZODB cache; the storage's invalidations say when
+  they changed).
+* Keys: the catalog (database, tool key), the change counters of what the
+  query reads (the indexes it names or sorts on, the entries, the
+  "everything" counter), the catalog's configuration (indexes, metadata
+  columns) and the effective query after CMFPlone's additions (roles and
+  users; ``effectiveRange`` in the minutes DateRangeIndex compares),
+  canonicalised by value *and type*.  A value that cannot be keyed exactly
+  (an unknown type) bypasses the cache.  A transaction that began after a
+  committed write to something an answer read finds another counter, so
+  never that answer.
+* Fills: an answer read in PostgreSQL is stored (under the counters of
+  a snapshot whose generation is G) only when its PostgreSQL snapshot
+  holds exactly the writes G counts.  The generation
   starts at the catalog's change stamp (the number of its writing commits,
   ``pgcatalog_commits``) and both go up by one with every writing
   transaction; so the snapshot's stamp must equal G, and no writing

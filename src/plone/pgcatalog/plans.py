@@ -343,6 +343,9 @@ class PositionOrder:
         self.rids = rids
         self.paths = paths
         self.sql_keys = sql_keys
+        #: (the folders' order token, the order it gave): one folder's
+        #: listing is sorted again only when that folder's order changed
+        self.memo = None
 
     def size(self):
         return 120 * len(self.rids) + sum(len(p) for p in self.paths)
@@ -382,7 +385,16 @@ class PositionOrder:
         transaction."""
         indexes = [catalog.getIndex(name) if name is not None else None
                    for name in self.python_names]
-        return self(indexes)
+        tokens = tuple(index.pgc_order_token(self.paths)
+                       for index in indexes if index is not None)
+        if None in tokens:
+            return self(indexes)
+        memo = self.memo
+        if memo is not None and memo[0] == tokens:
+            return memo[1]
+        ordered = self(indexes)
+        self.memo = (tokens, ordered)
+        return ordered
 
 
 def _column(n):

@@ -43,13 +43,8 @@ class PGGopipIndex(PGIndex, GopipIndex):
             container = traverse(root, parent)
             base = aq_base(container) if container is not None else None
             if len(by_parent) == 1:
-                if getattr(base, "getOrdering", None):
-                    ids = container.getOrdering().idsInOrder()
-                elif container is not None:
-                    ids = container.objectIds()
-                else:
-                    ids = ()
-                order = {oid: i for i, oid in enumerate(ids)}
+                order = {oid: i for i, oid in enumerate(
+                    _ids_in_order(container))}
                 for oid, path in children:
                     if oid in order:
                         pos[path] = order[oid]
@@ -58,3 +53,22 @@ class PGGopipIndex(PGIndex, GopipIndex):
             for oid, path in children:
                 pos[path] = container.getObjectPosition(oid) if getpos else 0
         return pos
+
+    def pgc_order_token(self, paths):
+        """What the positions of ``paths`` depend on, when they all have one
+        parent: its ids in order (equal tokens, equal positions); None
+        otherwise (many parents: no token cheaper than the positions)."""
+        parents = {path.rpartition("/")[0] for path in paths}
+        if len(parents) != 1:
+            return None
+        parent = parents.pop()
+        root = getUtility(ISiteRoot).getPhysicalRoot()
+        return (parent, tuple(_ids_in_order(traverse(root, parent))))
+
+
+def _ids_in_order(container):
+    if container is None:
+        return ()
+    if getattr(aq_base(container), "getOrdering", None):
+        return container.getOrdering().idsInOrder()
+    return container.objectIds()

@@ -272,6 +272,9 @@ class TestInvalidation(unittest.TestCase):
         query = dict(Title="Doc")
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             **query)), 3)
+        other = dict(portal_type="News Item")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **other)), 1)
         transaction.abort()
         # the first write changes no title: only the later one does
         self.portal.d0.setDescription("First")
@@ -288,3 +291,38 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual(
             sorted(b.getId for b in self.catalog.unrestrictedSearchResults(
                 **query)), ["d0", "d2"])
+        transaction.abort()
+        # counted in the ZODB, not by emptying the cache (the fallback for
+        # writes later than every hook)
+        found, sent = self.statements(lambda: len(
+            self.catalog.unrestrictedSearchResults(**other)))
+        self.assertEqual((found, sent), (1, []))
+
+    def test_a_write_after_every_hook_empties_the_cache(self):
+        other = dict(portal_type="News Item")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **other)), 1)
+        transaction.abort()
+        self.portal.d0.setDescription("First")
+        self.portal.d0.reindexObject()
+        processQueue()
+        catalog, doc = self.catalog, self.portal.d1
+
+        class LateWriter:
+            """A data manager cataloguing in its commit phase, after the
+            before-commit hooks (and before the catalog's vote)."""
+            transaction_manager = transaction.manager
+
+            def sortKey(self):
+                return "0-late-writer"
+
+            def commit(self, txn):
+                catalog.catalog_object(doc, "/plone/d1")
+
+            tpc_begin = tpc_vote = tpc_finish = tpc_abort = abort = \
+                lambda self, txn: None
+
+        transaction.get().join(LateWriter())
+        with self.assertLogs("plone.pgcatalog", "ERROR"):
+            transaction.commit()
+        self.assertEqual(result_cache.stats()["entries"], 0)

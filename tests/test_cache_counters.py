@@ -326,3 +326,61 @@ class TestInvalidation(unittest.TestCase):
         with self.assertLogs("plone.pgcatalog", "ERROR"):
             transaction.commit()
         self.assertEqual(result_cache.stats()["entries"], 0)
+
+
+class TestTextStatistics(unittest.TestCase):
+    """A relevance search reads the collection statistics and every
+    word's document frequency in one statement (after a commit, before
+    the first text search of the process)."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        for n in range(6):
+            self.portal.invokeFactory(
+                "Document", "t%d" % n,
+                title=" ".join(["alpha"] * (n + 1) + ["beta"] * (6 - n)))
+        processQueue()
+        transaction.commit()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def scores(self):
+        from plone.pgcatalog import store as store_module
+        store_module._text_stats.clear()
+        store_module._text_df.clear()
+        result_cache.forget()
+        session = self.catalog._pgc_session()
+        sent = []
+        original = session._run
+
+        def counting(*args, **kw):
+            sent.append(args[0])
+            return original(*args, **kw)
+
+        session._run = counting
+        try:
+            found = [(b.getId, b.data_record_score_) for b in
+                     self.catalog.unrestrictedSearchResults(
+                         SearchableText="alpha beta")]
+        finally:
+            del session._run
+            transaction.abort()
+        return found, sent
+
+    def test_one_statement_same_scores(self):
+        from unittest import mock
+        found, sent = self.scores()
+        first = sent[0]
+        self.assertIn("row(count(*)", first)
+        self.assertEqual(first.count("LIMIT"), 2)    # alpha, beta
+        self.assertEqual(len(sent), 4)   # + search, scores, metadata
+        with mock.patch("plone.pgcatalog.store.CatalogStore.text_prefetch"):
+            alone, sent = self.scores()
+        self.assertEqual(len(sent), 6)
+        self.assertEqual(found, alone)
+        self.assertEqual(len(found), 6)

@@ -39,7 +39,9 @@ def compile_search(catalog, query, store, window=None):
         catalog, store.cid,
         text_stats=lambda name: store.text_stats(catalog.getIndex(name)),
         text_df=lambda name, tsquery: store.text_df(catalog.getIndex(name),
-                                                    tsquery))
+                                                    tsquery),
+        text_prefetch=lambda name, tsqueries: store.text_prefetch(
+            catalog.getIndex(name), tsqueries))
     conditions = conditions_for(catalog, query, qc)
     if conditions is None:
         return plans.Empty()

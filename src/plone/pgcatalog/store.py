@@ -26,6 +26,7 @@ from plone.pgcatalog import dberrors
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import literal
 from plone.pgcatalog.fragment import q
 
@@ -416,18 +417,42 @@ class CatalogStore:
         return self._text_cached(_text_df, key, TEXT_DF_MAX, lambda: int(
             self.value(index.pgc_df_sql(self.cid, tsquery))))
 
+    def text_prefetch(self, index, tsqueries):
+        """Read the statistics of text index ``index`` and the document
+        frequencies of ``tsqueries`` that are not cached, in one statement
+        (a text search's score needs them all)."""
+        if self.session.has_writes:
+            return      # not cached: each is computed when asked
+        key = (self.session.dsn, self.cid, index.getId())
+        columns, fill = [], []
+        if _text_found(_text_stats, key) is None:
+            columns.append(q("(SELECT row(count(*), coalesce(sum({}), 0)) "
+                             "FROM {} JOIN {} ON e.rid = t.rid WHERE e.cid "
+                             "= {} AND t.name = {})",
+                             index.pgc_doclen_sql("t"), TEXT, ENTRIES,
+                             self.cid, index.getId()))
+            fill.append((_text_stats, key, TEXT_STATS_MAX,
+                         lambda row: (int(row[0]), int(row[1]))))
+        for tsquery in dict.fromkeys(tsqueries):
+            df_key = key + (tsquery,)
+            if _text_found(_text_df, df_key) is None:
+                columns.append(q("({})", index.pgc_df_sql(self.cid,
+                                                           tsquery)))
+                fill.append((_text_df, df_key, TEXT_DF_MAX, int))
+        if len(columns) < 2:
+            return      # one statement either way
+        row = self.execute(q("SELECT {}", join(", ", columns))).fetchone()
+        for value, (cache, cache_key, size, convert) in zip(row, fill):
+            _text_keep(cache, cache_key, size, convert(value))
+
     def _text_cached(self, cache, key, size, compute):
         if self.session.has_writes:
             return compute()
-        found = cache.get(key)
-        if found is not None and found[0] > time.monotonic() \
-                and found[1] == db.commit_generation():
-            return found[2]
+        found = _text_found(cache, key)
+        if found is not None:
+            return found[0]
         value = compute()
-        if len(cache) >= size:
-            cache.clear()
-        cache[key] = (time.monotonic() + TEXT_STATS_TTL,
-                      db.commit_generation(), value)
+        _text_keep(cache, key, size, value)
         return value
 
     def _text_stats(self, index):
@@ -441,6 +466,22 @@ class CatalogStore:
     def unique_words(self, index):
         """Distinct words of text index ``index`` in this catalog."""
         return self.value(index.pgc_unique_words_sql(self.cid))
+
+
+def _text_found(cache, key):
+    """``(value,)`` cached under ``key`` while fresh, else None."""
+    found = cache.get(key)
+    if found is not None and found[0] > time.monotonic() \
+            and found[1] == db.commit_generation():
+        return (found[2],)
+    return None
+
+
+def _text_keep(cache, key, size, value):
+    if len(cache) >= size:
+        cache.clear()
+    cache[key] = (time.monotonic() + TEXT_STATS_TTL, db.commit_generation(),
+                  value)
 
 
 def forget_caches():

@@ -8,14 +8,17 @@ class QueryContext:
     relevance expressions text indexes add (summed to order by relevance)
     and the text statistics the tool caches:
     ``text_stats(index_id) -> (documents, total words)`` and
-    ``text_df(index_id, tsquery) -> documents`` (Okapi BM25)."""
+    ``text_df(index_id, tsquery) -> documents`` (Okapi BM25), and
+    ``text_prefetch(index_id, tsqueries)`` reading those not cached in one
+    statement."""
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
-                 text_df=None):
+                 text_df=None, text_prefetch=None):
         self.catalog = catalog
         self.cid = cid
         self.text_stats = text_stats
         self.text_df = text_df
+        self.text_prefetch = text_prefetch
         #: relevance Fragments over the entry ``e`` (summed for ordering)
         self.ranks = []
 

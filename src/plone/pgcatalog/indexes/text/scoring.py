@@ -129,6 +129,14 @@ def rank_sql(index_id, node, qc=None, mode="okapi"):
         return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
                  "t.rid = e.rid AND t.name = {})",
                  literal(tsquery_text(positive(node))), TEXT, name)
+    prefetch = getattr(qc, "text_prefetch", None)
+    if callable(prefetch):
+        # the statistics and every document frequency the score needs,
+        # fetched together (one round trip), then read from the cache
+        wanted = []
+        _Scorer(name, _ONE_SQL, _ONE_SQL, _NO_SCOPE,
+                lambda tsquery: wanted.append(tsquery)).build(node)
+        prefetch(index_id, wanted)
     n_sql, mean_sql, scope = stats_sql(index_id, qc)
     text_df = getattr(qc, "text_df", None)
     df = None if text_df is None else functools.partial(text_df, index_id)

@@ -18,6 +18,8 @@ from plone.pgcatalog.results import Answer
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 
+from statements import statements
+
 
 def ids(results):
     return sorted(b.getId for b in results)
@@ -39,22 +41,7 @@ class TestResultCache(unittest.TestCase):
         transaction.abort()
 
     def statements(self, func):
-        """``func()``'s result and how many times the catalog talked to
-        PostgreSQL."""
-        session = self.catalog._pgc_session()
-        sent = []
-        original = session._run
-
-        def counting(*args, **kw):
-            sent.append(args[0])
-            return original(*args, **kw)
-
-        session._run = counting
-        try:
-            result = func()
-            return result, sent
-        finally:
-            del session._run
+        return statements(self.catalog, func)
 
     def search(self, **query):
         return self.catalog.unrestrictedSearchResults(**query)

@@ -19,6 +19,8 @@ from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.writer import Upsert
 
+from statements import statements
+
 
 def _upsert(idx, meta="{}", full=True, text=None, remove=()):
     return Upsert(full, dict(idx), list(remove), meta, dict(text or {}), [])
@@ -160,19 +162,7 @@ class TestInvalidation(unittest.TestCase):
         transaction.abort()
 
     def statements(self, func):
-        session = self.catalog._pgc_session()
-        sent = []
-        original = session._run
-
-        def counting(*args, **kw):
-            sent.append(args[0])
-            return original(*args, **kw)
-
-        session._run = counting
-        try:
-            return func(), sent
-        finally:
-            del session._run
+        return statements(self.catalog, func)
 
     def titles(self, **query):
         return sorted((b.getId, b.Title) for b in
@@ -354,21 +344,12 @@ class TestTextStatistics(unittest.TestCase):
         store_module._text_stats.clear()
         store_module._text_df.clear()
         result_cache.forget()
-        session = self.catalog._pgc_session()
-        sent = []
-        original = session._run
-
-        def counting(*args, **kw):
-            sent.append(args[0])
-            return original(*args, **kw)
-
-        session._run = counting
         try:
-            found = [(b.getId, b.data_record_score_) for b in
-                     self.catalog.unrestrictedSearchResults(
-                         SearchableText="alpha beta")]
+            found, sent = statements(self.catalog, lambda: [
+                (b.getId, b.data_record_score_) for b in
+                self.catalog.unrestrictedSearchResults(
+                    SearchableText="alpha beta")])
         finally:
-            del session._run
             transaction.abort()
         return found, sent
 

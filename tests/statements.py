@@ -1,0 +1,19 @@
+"""What a catalog sends to PostgreSQL while a function runs (tests)."""
+
+
+def statements(catalog, func):
+    """``(func(), [statement text, ...])``: the statements ``catalog``'s
+    session of the current transaction ran during ``func()``."""
+    session = catalog._pgc_session()
+    sent = []
+    original = session._run
+
+    def counting(*args, **kw):
+        sent.append(args[0])
+        return original(*args, **kw)
+
+    session._run = counting
+    try:
+        return func(), sent
+    finally:
+        del session._run

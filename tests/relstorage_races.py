@@ -631,6 +631,72 @@ def cache_exactness(db, checks, figures):
                   % (reads[0], WRITES_FOR_CACHE))
 
 
+def cache_edit_exactness(db, checks, figures):
+    """The result cache's change counters on RelStorage: a writer edits
+    documents (a new title, a tag added to Subject) one per transaction;
+    two readers ask, in transactions begun after a known commit, for the
+    tag it added (an index the edit changed: never an answer from before)
+    and for the folder's documents by type (an index it did not change:
+    the answer stays cached, its brains' titles never older than the
+    commit)."""
+    from plone.pgcatalog import cache as result_cache
+    from plone.pgcatalog.testing.zopeapp import Request
+    docs = 5
+    with Request(db, SITE, ADMIN, commit=True) as r:
+        r.site.invokeFactory("Folder", "f10", title="f10")
+        for i in range(docs):
+            r.site.f10.invokeFactory("Document", "e%d" % i, title="t-1")
+    committed = [-1]
+    done = threading.Event()
+    problems, reads = [], [0]
+    before = result_cache.stats() or {}
+    listing = {"path": "/plone/f10", "portal_type": "Document"}
+
+    def reader():
+        while not done.is_set():
+            floor = committed[0]        # read before the transaction begins
+            with Request(db, SITE, ADMIN) as r:
+                catalog = r.site.portal_catalog
+                tagged = len(catalog.unrestrictedSearchResults(
+                    path="/plone/f10", Subject="v%d" % floor)) \
+                    if floor >= 0 else 1
+                titles = {b.getId: int(b.Title[1:]) for b in
+                          catalog.unrestrictedSearchResults(**listing)}
+            reads[0] += 1
+            last = floor % docs         # written at step ``floor``
+            if tagged != 1 or (floor >= 0 and
+                               titles.get("e%d" % last, -2) < floor):
+                problems.append((floor, tagged, titles))
+
+    threads = [threading.Thread(target=reader, daemon=True)
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for n in range(WRITES_FOR_CACHE):
+        with Request(db, SITE, ADMIN, commit=True) as r:
+            doc = r.site.f10["e%d" % (n % docs)]
+            doc.setTitle("t%d" % n)
+            doc.setSubject(list(doc.Subject()) + ["v%d" % n])
+            doc.reindexObject()
+        committed[0] = n
+        time.sleep(0.005)
+    done.set()
+    for t in threads:
+        t.join(60)
+    after = result_cache.stats() or {}
+    if problems:
+        raise AssertionError("cache (edits): stale answers %r"
+                             % problems[:5])
+    hits = after.get("hits", 0) - before.get("hits", 0)
+    if result_cache.get_cache() is not None and not hits:
+        raise AssertionError("cache (edits): no hit in %d reads" % reads[0])
+    figures["cache exactness (edits)"] = {
+        "reads": reads[0], "writes": WRITES_FOR_CACHE, "hits": hits,
+        "stale": 0}
+    checks.append("result cache: %d reads after %d edits, none stale"
+                  % (reads[0], WRITES_FOR_CACHE))
+
+
 def run():
     from plone.pgcatalog.testing import pgserver
     from plone.pgcatalog.testing.zopeapp import open_relstorage
@@ -648,6 +714,7 @@ def run():
     no_conflict_on_different_entries(db, checks)
     snapshot(db, checks)
     cache_exactness(db, checks, figures)
+    cache_edit_exactness(db, checks, figures)
     two_phase_faults(db, dsn, checks)
     connection_faults(db, dsn, checks, figures)
     in_doubt(db, dsn, checks)

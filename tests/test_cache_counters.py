@@ -14,6 +14,7 @@ from ZODB.FileStorage import FileStorage
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import changes
+from plone.pgcatalog import textstats
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -340,9 +341,7 @@ class TestTextStatistics(unittest.TestCase):
         transaction.abort()
 
     def scores(self):
-        from plone.pgcatalog import store as store_module
-        store_module._text_stats.clear()
-        store_module._text_df.clear()
+        textstats.forget()
         result_cache.forget()
         try:
             found, sent = statements(self.catalog, lambda: [
@@ -365,3 +364,39 @@ class TestTextStatistics(unittest.TestCase):
         self.assertEqual(len(sent), 6)
         self.assertEqual(found, alone)
         self.assertEqual(len(found), 6)
+
+    def words(self, text):
+        """The statements of a relevance search for ``text`` (the result
+        cache emptied: the kept statistics are what is looked at)."""
+        result_cache.forget()
+        try:
+            return statements(self.catalog, lambda: [
+                (b.getId, b.data_record_score_) for b in
+                self.catalog.unrestrictedSearchResults(SearchableText=text)])
+        finally:
+            transaction.abort()
+
+    def test_kept_statistics_follow_the_text_index_counter(self):
+        from unittest import mock
+        textstats.forget()
+        self.words("alpha")
+        # a commit that changes no text keeps them (not the process's
+        # commit count: exact for other processes' commits too)
+        self.catalog.catalog_object(self.portal.t0, "/plone/t0",
+                                    idxs=["getId"])
+        transaction.commit()
+        _, sent = self.words("beta")
+        self.assertNotIn("row(count(*)", " ".join(sent))
+        # another process's commit changing text: this process's commit
+        # count does not move, the counters do
+        with mock.patch("plone.pgcatalog.db.commit_generation",
+                        return_value=-1):
+            self.words("alpha")
+            self.portal.t0.setTitle("alpha alpha alpha alpha alpha gamma")
+            self.portal.t0.reindexObject()
+            transaction.commit()
+            kept, sent = self.words("alpha")
+        self.assertIn("row(count(*)", sent[0])
+        textstats.forget()
+        fresh, _ = self.words("alpha")
+        self.assertEqual(kept, fresh)

@@ -237,6 +237,15 @@ def key_for(tool, store, query):
     reads (changes.py): the indexes it names or sorts on, the entries that
     exist, every answer's ``all``.  The transaction's generation (the fill
     check's) and its metadata counters go to ``store``."""
+    base = aq_base(tool)
+    gen = generation(tool)
+    counters = getattr(base, "_pgc_changes", None)
+    if gen is None or counters is None:
+        gen = counters = None
+    # the transaction's view, for fills and kept text statistics too
+    store.cache_generation = gen
+    store.counters = counters
+    store.meta_view = None if counters is None else counters.view()
     cache = get_cache()
     if cache is None:
         return None, None
@@ -244,19 +253,14 @@ def key_for(tool, store, query):
     if store.wrote or session.pending or session.has_writes:
         cache.bypasses += 1
         return None, None
-    base = aq_base(tool)
-    gen = generation(tool)
-    counters = getattr(base, "_pgc_changes", None)
     catalog = tool._catalog
     try:
-        if gen is None or counters is None:
+        if counters is None:
             raise Unkeyable("no counters")
         qkey = query_key(catalog, query)
     except Unkeyable:
         cache.bypasses += 1
         return None, None
-    store.cache_generation = gen
-    store.meta_view = counters.view()
     counts = counters.names
     names = read_names(catalog, query)
     return cache, (session.dsn, base._pgc_key, counters.token, counters.all,

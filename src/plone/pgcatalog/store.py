@@ -10,7 +10,8 @@ writes of catalogued objects (``writer.py``).  The tool, index objects and
 result sequences ask the store; none of them writes SQL.
 
 Per-process caches of catalog-wide answers (``uniqueValues``, a sort
-index's size, text statistics) live here too: they are exact, keyed by the
+index's size) live here too (text statistics: ``textstats.py``): they are
+exact, keyed by the
 catalog's change stamp read in the transaction's own snapshot
 (:meth:`CatalogStore.stamped`).
 
@@ -18,15 +19,13 @@ Why one module of some 440 lines: it is the one place that holds a
 catalog's statements (the point of the room); split by table it would
 scatter the caches and the catalog id that every statement shares.
 """
-import time
 
 from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import schema
+from plone.pgcatalog import textstats
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import literal
 from plone.pgcatalog.fragment import q
 
@@ -44,13 +43,6 @@ STAMPED_MAX = 1000
 #: ZCatalog walks a sort index only when it has fewer distinct values
 #: than rlen / (1 + rlen / 100) < 100: counting up to this is enough
 SORT_INDEX_SIZE_CAP = 100
-#: (dsn, cid, text index) -> (expiry, commit generation, (docs, words))
-_text_stats = {}
-TEXT_STATS_MAX = 1000
-TEXT_STATS_TTL = 30.0
-#: (dsn, cid, text index, tsquery) -> (expiry, commit generation, count)
-_text_df = {}
-TEXT_DF_MAX = 20000
 
 
 def rid_key(rid):
@@ -89,6 +81,9 @@ class CatalogStore:
         #: generation (fill checks) and metadata counters (changes.py)
         self.cache_generation = None
         self.meta_view = None
+        #: the catalog's change counters in this transaction (changes.py),
+        #: or None
+        self.counters = None
         self._cid = None
         #: rid -> path, as this transaction read them
         self.paths = {}
@@ -398,95 +393,31 @@ class CatalogStore:
                 "DELETE FROM {} USING {} WHERE e.rid = t.rid AND e.cid = {} "
                 "AND t.name = {}", TEXT, ENTRIES, self.cid, index.getId()))
 
-    # -- text statistics ----------------------------------------------------
+    # -- text statistics (textstats.py) -------------------------------------
     def text_stats(self, index):
         """``(documents, total words)`` of text index ``index`` (Okapi's
-        collection statistics), exact in a transaction with its own catalog
-        writes, else cached per process until this process commits catalog
-        writes or TEXT_STATS_TTL seconds pass (another process's writes:
-        the scores then use statistics up to that old, as documented)."""
-        key = (self.session.dsn, self.cid, index.getId())
-        return self._text_cached(_text_stats, key, TEXT_STATS_MAX,
-                                 lambda: self._text_stats(index))
+        collection statistics)."""
+        return textstats.stats(self, index)
 
     def text_df(self, index, tsquery):
-        """Documents of text index ``index`` matching ``tsquery`` (capped
-        as the index kind says): a word's document frequency for the Okapi
-        score, cached as the collection statistics are."""
-        key = (self.session.dsn, self.cid, index.getId(), tsquery)
-        return self._text_cached(_text_df, key, TEXT_DF_MAX, lambda: int(
-            self.value(index.pgc_df_sql(self.cid, tsquery))))
+        """Documents of text index ``index`` matching ``tsquery``: a word's
+        document frequency for the Okapi score."""
+        return textstats.df(self, index, tsquery)
 
     def text_prefetch(self, index, tsqueries):
-        """Read the statistics of text index ``index`` and the document
-        frequencies of ``tsqueries`` that are not cached, in one statement
-        (a text search's score needs them all)."""
-        if self.session.has_writes:
-            return      # not cached: each is computed when asked
-        key = (self.session.dsn, self.cid, index.getId())
-        columns, fill = [], []
-        if _text_found(_text_stats, key) is None:
-            columns.append(q("(SELECT row(count(*), coalesce(sum({}), 0)) "
-                             "FROM {} JOIN {} ON e.rid = t.rid WHERE e.cid "
-                             "= {} AND t.name = {})",
-                             index.pgc_doclen_sql("t"), TEXT, ENTRIES,
-                             self.cid, index.getId()))
-            fill.append((_text_stats, key, TEXT_STATS_MAX,
-                         lambda row: (int(row[0]), int(row[1]))))
-        for tsquery in dict.fromkeys(tsqueries):
-            df_key = key + (tsquery,)
-            if _text_found(_text_df, df_key) is None:
-                columns.append(q("({})", index.pgc_df_sql(self.cid,
-                                                           tsquery)))
-                fill.append((_text_df, df_key, TEXT_DF_MAX, int))
-        if len(columns) < 2:
-            return      # one statement either way
-        row = self.execute(q("SELECT {}", join(", ", columns))).fetchone()
-        for value, (cache, cache_key, size, convert) in zip(row, fill):
-            _text_keep(cache, cache_key, size, convert(value))
-
-    def _text_cached(self, cache, key, size, compute):
-        if self.session.has_writes:
-            return compute()
-        found = _text_found(cache, key)
-        if found is not None:
-            return found[0]
-        value = compute()
-        _text_keep(cache, key, size, value)
-        return value
-
-    def _text_stats(self, index):
-        row = self.execute(q(
-            "SELECT count(*), coalesce(sum({}), 0) FROM {} JOIN {} ON "
-            "e.rid = t.rid WHERE e.cid = {} AND t.name = {}",
-            index.pgc_doclen_sql("t"), TEXT, ENTRIES, self.cid,
-            index.getId())).fetchone()
-        return int(row[0]), int(row[1])
+        """Read those of the statistics and document frequencies a score
+        needs that are not kept, in one statement."""
+        textstats.prefetch(self, index, tsqueries)
 
     def unique_words(self, index):
         """Distinct words of text index ``index`` in this catalog."""
         return self.value(index.pgc_unique_words_sql(self.cid))
 
 
-def _text_found(cache, key):
-    """``(value,)`` cached under ``key`` while fresh, else None."""
-    found = cache.get(key)
-    if found is not None and found[0] > time.monotonic() \
-            and found[1] == db.commit_generation():
-        return (found[2],)
-    return None
-
-
-def _text_keep(cache, key, size, value):
-    if len(cache) >= size:
-        cache.clear()
-    cache[key] = (time.monotonic() + TEXT_STATS_TTL, db.commit_generation(),
-                  value)
-
-
 def forget_caches():
     """Empty the per-process caches (catalog ids, stamped answers, text
     statistics): for tests that rewind the database under a process."""
-    for cache in (_cids, _stamped, _text_stats, _text_df):
+    for cache in (_cids, _stamped):
         cache.clear()
+    textstats.forget()
     result_cache.forget()

@@ -1,0 +1,152 @@
+"""Okapi's collection statistics and document frequencies, kept per process.
+
+A relevance score needs, per text index, the number of documents and their
+total length, and per query word the number of documents holding it.
+Counting them reads every text row of the index, so they are kept per
+process:
+
+* **Exact** when the catalog has change counters (``changes.py``; every
+  catalog written to since they came): kept under the counters of the text
+  index, the entries and the "everything" counter in the transaction's
+  ZODB snapshot, and kept only when read from a PostgreSQL snapshot that
+  holds exactly what that ZODB snapshot counts (as the result cache fills:
+  ``store.snapshot_complete``).  A transaction that begins after a
+  committed change of the index's text finds another counter and counts
+  again; an edit of other indexes keeps them.
+* Otherwise (no counters yet) until this process commits catalog writes or
+  TEXT_STATS_TTL seconds pass: another process's writes are then seen by
+  the scores up to that late.
+
+A transaction with its own catalog writes counts them itself (never kept).
+All those a score needs and that are not kept are read in one statement
+(:func:`prefetch`).
+"""
+import time
+
+from plone.pgcatalog import db
+from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import q
+
+
+#: (dsn, cid, text index) -> (expiry, version, (docs, words))
+_stats = {}
+STATS_MAX = 1000
+TEXT_STATS_TTL = 30.0
+#: (dsn, cid, text index, tsquery) -> (expiry, version, count)
+_df = {}
+DF_MAX = 20000
+_FOREVER = float("inf")
+
+
+def forget():
+    _stats.clear()
+    _df.clear()
+
+
+def stats(store, index):
+    """``(documents, total words)`` of text index ``index``."""
+    return _cached(store, index, _stats, STATS_MAX, _stats_key(store, index),
+                   lambda: _count(store.execute(_stats_sql(store, index))
+                                  .fetchone()))
+
+
+def df(store, index, tsquery):
+    """Documents of text index ``index`` matching ``tsquery`` (capped as
+    the index kind says): a word's document frequency."""
+    return _cached(store, index, _df, DF_MAX,
+                   _stats_key(store, index) + (tsquery,),
+                   lambda: int(store.value(index.pgc_df_sql(store.cid,
+                                                            tsquery))))
+
+
+def prefetch(store, index, tsqueries):
+    """Read the statistics of ``index`` and the document frequencies of
+    ``tsqueries`` that are not kept, in one statement."""
+    if store.session.has_writes:
+        return      # never kept: each is counted when asked
+    version = _version(store, index)
+    key = _stats_key(store, index)
+    columns, fill = [], []
+    if _found(_stats, key, version) is None:
+        columns.append(q("({})", _stats_sql(store, index, row=True)))
+        fill.append((_stats, key, STATS_MAX, _count))
+    for tsquery in dict.fromkeys(tsqueries):
+        df_key = key + (tsquery,)
+        if _found(_df, df_key, version) is None:
+            columns.append(q("({})", index.pgc_df_sql(store.cid, tsquery)))
+            fill.append((_df, df_key, DF_MAX, int))
+    if len(columns) < 2:
+        return      # one statement either way
+    _expect(store, version)
+    row = store.execute(q("SELECT {}", join(", ", columns))).fetchone()
+    for value, (cache, cache_key, size, convert) in zip(row, fill):
+        _keep(store, cache, cache_key, size, version, convert(value))
+
+
+def _stats_key(store, index):
+    return (store.session.dsn, store.cid, index.getId())
+
+
+def _stats_sql(store, index, row=False):
+    from plone.pgcatalog.store import ENTRIES
+    from plone.pgcatalog.store import TEXT
+    columns = "row(count(*), coalesce(sum({}), 0))" if row else \
+        "count(*), coalesce(sum({}), 0)"
+    return q("SELECT " + columns + " FROM {} JOIN {} ON e.rid = t.rid "
+             "WHERE e.cid = {} AND t.name = {}", index.pgc_doclen_sql("t"),
+             TEXT, ENTRIES, store.cid, index.getId())
+
+
+def _count(row):
+    return int(row[0]), int(row[1])
+
+
+def _version(store, index):
+    """What the kept values of ``index`` are exact for in this
+    transaction: its change counters, or the process's commit count (with
+    the time-to-live) when the catalog has none."""
+    counters = store.counters
+    if counters is None:
+        return ("process", db.commit_generation())
+    return ("counters", counters.token, counters.all, counters.rows,
+            counters.names.get(index.getId(), 0))
+
+
+def _cached(store, index, cache, size, key, compute):
+    if store.session.has_writes:
+        return compute()
+    version = _version(store, index)
+    found = _found(cache, key, version)
+    if found is not None:
+        return found[0]
+    _expect(store, version)
+    value = compute()
+    _keep(store, cache, key, size, version, value)
+    return value
+
+
+def _found(cache, key, version):
+    """``(value,)`` kept under ``key`` for ``version``, else None."""
+    found = cache.get(key)
+    if found is not None and found[1] == version and \
+            found[0] > time.monotonic():
+        return (found[2],)
+    return None
+
+
+def _expect(store, version):
+    if version[0] == "counters":
+        # whether the snapshot may fill: asked with the same statement
+        store.expect_fill()
+
+
+def _keep(store, cache, key, size, version, value):
+    if version[0] == "counters":
+        if not store.snapshot_complete(store.cache_generation):
+            return      # read for this transaction only
+        expiry = _FOREVER
+    else:
+        expiry = time.monotonic() + TEXT_STATS_TTL
+    if len(cache) >= size:
+        cache.clear()
+    cache[key] = (expiry, version, value)

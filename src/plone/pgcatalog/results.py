@@ -193,6 +193,7 @@ class BrainFactory:
         self.local = {}
         self.store = self.store_ref = None
         self.positions = None
+        self.next_start = 0
         self.window = FIRST_WINDOW
         #: this transaction's metadata counters (a shared answer's brains
         #: are checked against them)
@@ -206,14 +207,24 @@ class BrainFactory:
             entry = self.answer.meta_entry(rid, self.view)
         return entry
 
-    def _load_around(self, rid):
+    def _position(self, rid):
+        """Where ``rid`` is in the sequence: mostly just after the last
+        window read (iteration, a page); else looked up (a map of every
+        rid, made once: not for each first brain of a big answer)."""
+        guess = self.next_start
+        if guess < len(self.rids) and self.rids[guess] == rid:
+            return guess
         if self.positions is None:
             self.positions = {r: i for i, r in enumerate(self.rids)}
-        start = self.positions.get(rid, 0)
+        return self.positions.get(rid, 0)
+
+    def _load_around(self, rid):
+        start = self._position(rid)
         wanted = [r for r in self.rids[start:start + self.window]
                   if self._entry(r) is UNKNOWN]
         if rid not in wanted:
             wanted.insert(0, rid)
+        self.next_start = start + self.window
         self.window = min(self.window * 2, MAX_WINDOW)
         store = self.tool._pgc_store()
         if self.answer.shared:

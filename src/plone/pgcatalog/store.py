@@ -23,6 +23,7 @@ import time
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
+from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.fragment import ident
@@ -312,9 +313,12 @@ class CatalogStore:
         tsvector text or path), or None."""
         storage = index.pgc_storage
         if storage == "idx":
+            value = index.pgc_key_sql()
+            if index.pgc_multi:
+                value = lists.expanded_sql(value)
             return self.value(q(
                 "SELECT {} FROM {} WHERE e.rid = {} AND e.cid = {}",
-                index.pgc_key_sql(), ENTRIES, rid, self.cid))
+                value, ENTRIES, rid, self.cid))
         if storage == "text":
             return self.value(q(
                 "SELECT t.tsv::text FROM {} JOIN {} ON e.rid = t.rid "
@@ -353,6 +357,7 @@ class CatalogStore:
         counted per element)."""
         key = index.pgc_key_sql()
         if index.pgc_multi:
+            key = lists.expanded_sql(key)
             return self.rows(q(
                 "SELECT v, count(*) FROM {}, jsonb_array_elements(CASE WHEN "
                 "jsonb_typeof({}) = 'array' THEN {} END) AS v WHERE e.cid = "

@@ -11,6 +11,7 @@ pipeline: one network round trip for the whole batch.
 """
 import orjson
 
+from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
@@ -267,8 +268,16 @@ class Writer:
         paths = {}
         for cid, path in ops:
             paths.setdefault(cid, []).append(path)
+        long_lists = {}
+        for entry_ops in ops.values():
+            for op in entry_ops:
+                if op is not DELETE:
+                    long_lists.update(lists.refs_in(op.idx_set))
         with conn.pipeline():
             cur = conn.cursor()
+            if long_lists:
+                # before the entries that reference them
+                _run(cur, lists.store_statement(long_lists))
             for cid in sorted(paths):
                 _run(cur, lock_statement(cid, paths[cid]))
             for (cid, path) in ops:

@@ -128,7 +128,6 @@ class MaintenanceAPI:
                               "manage_tabs_message=Reindexing%20Performed")
 
     @zpublish(False)
-    @zpublish(False)
     @security.protected(manage_zcatalog_entries)
     def pgc_store_long_lists(self):
         """Store apart, once, the long keyword lists that entries written
@@ -140,6 +139,7 @@ class MaintenanceAPI:
             self._catalog.getIndex(name), "pgc_long_lists", False)]
         return lists.move_long_lists(self._pgc_store(), names)
 
+    @zpublish(False)
     @security.private
     def maintain_zodb_cache(self):
         """Nothing to do: the catalog holds no ZODB objects."""

@@ -115,7 +115,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(tables) == sorted([
         "pgcatalog_schema", "pgcatalog_catalogs", "pgcatalog_entries",
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
-        "pgcatalog_indexes"])
+        "pgcatalog_indexes", "pgcatalog_lists"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -128,6 +128,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert ("pgcatalog_catalogs", "stamp") in columns
     assert ("pgcatalog_text", "tf") in columns
     assert "pgcatalog_entries_depth" in [r[1] for r in fresh["indexes"]]
+    # long keyword lists stored once, found by their values (lists.py)
+    assert columns[("pgcatalog_lists", "digest")][2] == "C"
+    assert "USING gin (value)" in {r[1]: r[2] for r in fresh["indexes"]}[
+        "pgcatalog_lists_value"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

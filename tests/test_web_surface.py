@@ -109,6 +109,7 @@ pgc_index_report             nnn nnn   nnn nnn
 pgc_recreate_catalog         nnn nnn   nnn nnn
 pgc_slow_report              nnn nnn   nnn nnn
 pgc_status                   nnn nnn   nnn nnn
+pgc_store_long_lists         nnn nnn   nnn nnn
 pgc_sync_indexes             nnn nnn   nnn nnn
 pgc_table_report             nnn nnn   nnn nnn
 refreshCatalog               ddo ddo   nnn nnn

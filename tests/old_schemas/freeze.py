@@ -11,6 +11,11 @@ database got, the file holds:
 * the shared (cid, depth) index the ExtendedPathIndex kind created from
   commit 2c56a16 until schema version 4 (what ``addIndex`` left);
 * the version row, and a few rows in that layout.
+
+From schema version 5 on the schema is made by append-only steps
+(``schema.STEPS``): the file holds the statements those steps ran on an
+empty database (recorded on a private PostgreSQL server), the version row
+and the rows.
 """
 import hashlib
 import os
@@ -24,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMMITS = [
     (1, "3abbf57"), (1, "2ac9cb3"), (1, "c044549"), (1, "5acb053"),
     (1, "0b64365"), (2, "027d0cf"), (2, "0b694cb"), (3, "4463a08"),
-    (4, "79b2eb2"),
+    (4, "79b2eb2"), (5, "36f1783"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",
@@ -46,12 +51,53 @@ def base_ddl(commit):
     return module.BASE_DDL, module.SCHEMA_VERSION
 
 
+class Recorder:
+    """A connection that runs statements and remembers those that change
+    the database (the steps' own SELECTs decide, and are left out)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.statements = []
+
+    def execute(self, query, params=None):
+        text = query if isinstance(query, str) else query.as_string(
+            self.conn)
+        if not text.lstrip().upper().startswith("SELECT"):
+            self.statements.append(text)
+        return self.conn.execute(query, params)
+
+
+def steps_ddl(commit):
+    """The statements of a commit's ``schema.STEPS`` on an empty database,
+    and its version."""
+    import psycopg
+
+    from plone.pgcatalog.testing import pgserver
+    source = subprocess.check_output(
+        ["git", "show", "%s:src/plone/pgcatalog/schema.py" % commit],
+        text=True)
+    module = types.ModuleType("old_schema_%s" % commit)
+    exec(compile(source, module.__name__, "exec"), module.__dict__)
+    dsn = pgserver.fresh_database("pgcatalog_freeze")
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            recorder = Recorder(conn)
+            with conn.transaction():
+                for step in module.STEPS:
+                    step(recorder)
+    finally:
+        pgserver.drop_database(dsn)
+    return recorder.statements, module.SCHEMA_VERSION
+
+
 def data(ddl):
     text = "\n".join(ddl)
     stamp = "stamp bigint" in text
-    text_cid = "cid integer NOT NULL,\n        name text" in text
+    text_cid = "cid integer NOT NULL,\n        name text" in text or \
+        "pgcatalog_text ADD COLUMN IF NOT EXISTS cid" in text
     dl_tf = "dl integer" in text
-    meta_type = "jsonb" if "meta jsonb" in text else "json"
+    meta_type = "jsonb" if "meta jsonb" in text and \
+        "meta TYPE json " not in text else "json"
     rows = [
         "INSERT INTO pgcatalog_catalogs (key, counter%s) VALUES "
         "('site-a', 7%s), ('site-b', 2%s);" % (
@@ -87,7 +133,7 @@ def data(ddl):
 
 def main():
     for version, commit in COMMITS:
-        ddl, found = base_ddl(commit)
+        ddl, found = base_ddl(commit) if version < 5 else steps_ddl(commit)
         assert found == version, (commit, found)
         lines = ["-- The catalog tables as plone.pgcatalog %s (schema version "
                  "%d) created them" % (commit, version),
@@ -103,6 +149,8 @@ def main():
         lines.append("-- a few rows in this layout")
         lines += data(ddl)
         path = os.path.join(HERE, "v%d-%s.sql" % (version, commit))
+        if os.path.exists(path):
+            continue  # frozen
         with open(path, "w") as out:
             out.write("\n".join(lines) + "\n")
         print(path)

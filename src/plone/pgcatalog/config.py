@@ -68,6 +68,51 @@ def get_plan_cache_mode():
     return value
 
 
+#: the value of a planner setting that leaves the server's own
+SERVER = "server"
+
+
+def get_parallel_workers():
+    """``max_parallel_workers_per_gather`` of catalog connections (default
+    0; ``PGCATALOG_PARALLEL_WORKERS`` / product-config
+    ``parallel-workers``; ``server``: the server's setting).  A catalog
+    answers many small concurrent requests; with workers, the planner
+    took a parallel walk of the ``modified`` index for a text + filters
+    page, 146 ms instead of 6 ms (100,000 entries, BENCHMARKS.md
+    2026-11-25), and an every-match answer used three processes where one
+    bitmap scan answers faster."""
+    value = _setting("parallel-workers", "PGCATALOG_PARALLEL_WORKERS")
+    if value is None or value == "":
+        return 0
+    if str(value).strip() == SERVER:
+        return None
+    return _non_negative_int("parallel-workers", value)
+
+
+def get_random_page_cost():
+    """``random_page_cost`` of catalog connections (default 1.1, as for
+    data in memory or on SSDs; ``PGCATALOG_RANDOM_PAGE_COST`` /
+    product-config ``random-page-cost``; ``server``: the server's).  With
+    PostgreSQL's default (4, a spinning disk's), every-match answers were
+    read by a sequential scan evaluating every entry's conditions (52,000
+    of 100,000 entries: 86 ms) where a bitmap of the index answers in
+    16 ms."""
+    value = _setting("random-page-cost", "PGCATALOG_RANDOM_PAGE_COST")
+    if value is None or value == "":
+        return 1.1
+    if str(value).strip() == SERVER:
+        return None
+    try:
+        cost = float(str(value).strip())
+    except ValueError:
+        cost = -1.0
+    if not cost > 0 or cost == float("inf"):
+        raise ConfigurationError(
+            "random-page-cost must be a number > 0 or %r, not %r"
+            % (SERVER, value))
+    return cost
+
+
 DEFAULT_LOCK_TIMEOUT_MS = 200
 
 

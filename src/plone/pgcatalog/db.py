@@ -73,6 +73,16 @@ def _configure(conn):
     # holder rolls back (if it commits, this write conflicts anyway).
     run(conn, q("SELECT set_config('lock_timeout', {}, false)",
                 "%dms" % config.get_lock_timeout_ms()))
+    # The planner's view of the catalog's work (configuration.md): no
+    # parallel workers, pages in memory.
+    workers = config.get_parallel_workers()
+    if workers is not None:
+        run(conn, q("SELECT set_config('max_parallel_workers_per_gather', "
+                    "{}, false)", str(workers)))
+    cost = config.get_random_page_cost()
+    if cost is not None:
+        run(conn, q("SELECT set_config('random_page_cost', {}, false)",
+                    repr(cost)))
 
 
 def get_pool(dsn=None):

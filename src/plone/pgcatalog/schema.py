@@ -32,6 +32,10 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     which PostgreSQL indexes each catalog's index uses (the registry:
     ``delIndex`` drops what ``addIndex`` created, a shared index when its
     last user goes).
+``pgcatalog_lists``
+    long keyword lists stored once, by digest (an entry's ``idx`` holds
+    the digest): shared by the catalogs, never updated
+    (:mod:`plone.pgcatalog.lists`).
 
 Per-index PostgreSQL indexes are described by the index kinds
 (``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
@@ -57,6 +61,7 @@ TEXT = "pgcatalog_text"
 CATALOGS = "pgcatalog_catalogs"
 COMMITS = "pgcatalog_commits"
 INDEXES = "pgcatalog_indexes"
+LISTS = "pgcatalog_lists"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
 DDL_LOCK = 0x70676361  # "pgca"
@@ -329,8 +334,22 @@ def _v5(conn):
                  "tf jsonb")
 
 
+def _v6(conn):
+    """Version 6: long keyword lists stored once (``pgcatalog_lists``, see
+    :mod:`plone.pgcatalog.lists`), so that the entries' hot row stays
+    narrow.  Entries written before keep their lists in line (both forms
+    are read alike) until they are written again, or until
+    ``portal_catalog.pgc_store_long_lists()`` moves them."""
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_lists (
+        digest text COLLATE "C" PRIMARY KEY,
+        value jsonb NOT NULL
+    )""")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_lists_value
+        ON pgcatalog_lists USING gin (value)""")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6]
 
 SCHEMA_VERSION = len(STEPS)
 

@@ -22,6 +22,7 @@ scatter the caches and the catalog id that every statement shares.
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import dberrors
+from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog import textstats
 from plone.pgcatalog.errors import CatalogMissing
@@ -313,9 +314,12 @@ class CatalogStore:
         tsvector text or path), or None."""
         storage = index.pgc_storage
         if storage == "idx":
+            value = index.pgc_key_sql()
+            if index.pgc_multi:
+                value = lists.expanded_sql(value)
             return self.value(q(
                 "SELECT {} FROM {} WHERE e.rid = {} AND e.cid = {}",
-                index.pgc_key_sql(), ENTRIES, rid, self.cid))
+                value, ENTRIES, rid, self.cid))
         if storage == "text":
             return self.value(q(
                 "SELECT t.tsv::text FROM {} JOIN {} ON e.rid = t.rid "
@@ -354,6 +358,7 @@ class CatalogStore:
         counted per element)."""
         key = index.pgc_key_sql()
         if index.pgc_multi:
+            key = lists.expanded_sql(key)
             return self.rows(q(
                 "SELECT v, count(*) FROM {}, jsonb_array_elements(CASE WHEN "
                 "jsonb_typeof({}) = 'array' THEN {} END) AS v WHERE e.cid = "

@@ -53,6 +53,7 @@ from zope.component import queryMultiAdapter
 
 from plone.pgcatalog import codec
 from plone.pgcatalog import extract
+from plone.pgcatalog import lists
 from plone.pgcatalog import logger
 from plone.pgcatalog import verifystore
 from plone.pgcatalog.verifyreport import DEFAULT_SAMPLE
@@ -192,6 +193,8 @@ class Verifier:
         self.fresh = fresh
         self.report = Report(sample, repair)
         self.config = catalog._catalog
+        #: digest -> long keyword list (lists.py), as read so far
+        self.long_lists = {}
         self.portal = portal_of(catalog)
         self.portal_path = physical_path(self.portal)
         self.root = catalog.getPhysicalRoot()
@@ -336,8 +339,9 @@ class Verifier:
             logger.exception("verify: cannot compute the values of %s", path)
             self.report.add_error(path, "%s: %s" % (type(exc).__name__, exc))
             return
-        stored = orjson.loads(entry.idx) if entry.idx else {}
-        expected = orjson.loads(orjson.dumps(idx_set))
+        stored = self._long_lists_expanded(
+            orjson.loads(entry.idx) if entry.idx else {})
+        expected = orjson.loads(orjson.dumps(lists.inline(idx_set)))
         uid_was = stored.get(UID_INDEX, _ABSENT)
         uid_is = expected.get(UID_INDEX, _ABSENT)
         if (UID_INDEX in self.config._indexes and uid_was is not _ABSENT
@@ -362,6 +366,24 @@ class Verifier:
                 elif want:
                     texts.append((entry.rid, name, text_set[name]))
         found[entry.rid] = (obj, values, self._columns(entry.meta, meta))
+
+    def _long_lists_expanded(self, stored):
+        """An entry's stored index values with the digests of long lists
+        (:mod:`plone.pgcatalog.lists`) replaced by the lists: an entry
+        written before lists were stored apart, or after, compares by its
+        values."""
+        refs = {name: value for name, value in stored.items()
+                if type(value) is str and name in self.config._indexes
+                and self.config.getIndex(name).pgc_multi}
+        if not refs:
+            return stored
+        known = self.long_lists
+        missing = set(refs.values()) - set(known)
+        if missing:
+            known.update(verifystore.long_lists(
+                self.catalog._pgc_store(), missing))
+        return dict(stored, **{name: known.get(ref, ref)
+                               for name, ref in refs.items()})
 
     def _columns(self, stored_text, computed_text):
         """Metadata columns whose stored value differs."""

@@ -85,3 +85,11 @@ def text_mismatches(store, wanted):
         "t.name = v.name WHERE t.tsv IS DISTINCT FROM v.tsv::tsvector",
         [w[0] for w in wanted], [w[1] for w in wanted],
         [str(w[2]) for w in wanted], ident(schema.TEXT)))}
+
+
+def long_lists(store, digests):
+    """``{digest: list}`` of the stored long keyword lists ``digests``
+    (:mod:`plone.pgcatalog.lists`; one statement)."""
+    return {r[0]: r[1] for r in store.rows(q(
+        "SELECT l.digest, l.value FROM {} l WHERE l.digest = ANY({})",
+        ident(schema.LISTS), sorted(digests)))}

@@ -11,6 +11,7 @@ pipeline: one network round trip for the whole batch.
 """
 import orjson
 
+from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.fragment import ident
@@ -276,8 +277,16 @@ class Writer:
         for cid, path in ops:
             paths.setdefault(cid, []).append(path)
         locks = {}
+        long_lists = {}
+        for entry_ops in ops.values():
+            for op in entry_ops:
+                if op is not DELETE:
+                    long_lists.update(lists.refs_in(op.idx_set))
         with conn.pipeline():
             cur = conn.cursor()
+            if long_lists:
+                # before the entries that reference them
+                _run(cur, lists.store_statement(long_lists))
             for cid in sorted(paths):
                 locks[cid] = conn.cursor()
                 _run(locks[cid], lock_statement(cid, paths[cid]))

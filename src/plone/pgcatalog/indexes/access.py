@@ -23,8 +23,10 @@ from Products.ZCatalog.query import IndexQuery
 from ZPublisher import zpublish
 
 from plone.pgcatalog import codec
+from plone.pgcatalog import lists
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.fragment import TRUE
+from plone.pgcatalog.fragment import or_
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.common import find_tool
@@ -46,8 +48,10 @@ class IndexMapping:
     def _rids_for(self, value):
         index = self.index
         if index.pgc_multi:
-            condition = q("{} @> {}::jsonb", index.pgc_key_sql(),
-                          jsonb([value]))
+            expr, wanted = index.pgc_key_sql(), jsonb([value])
+            condition = or_(q("{} @> {}::jsonb", expr, wanted),
+                            lists.holding_sql(expr, q("l.value @> {}::jsonb",
+                                                      wanted)))
         else:
             condition = index.pgc_eq_sql([value])
         return _store(index).index_rids(condition)

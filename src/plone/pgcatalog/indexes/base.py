@@ -131,6 +131,8 @@ class PGIndex(IndexData):
     pgc_sortable = True
     pgc_python_sort = False
     pgc_multi = False  # stored value is a JSON array of values
+    #: a long list is stored once, the entry holds its digest (lists.py)
+    pgc_long_lists = False
     #: ``_index[value]`` is always a set of rids (KeywordIndex), not an int
     #: for a single document (UnIndex)
     pgc_forward_sets = False

@@ -27,6 +27,10 @@ class IIndexKind(Interface):
     pgc_python_sort = Attribute(
         "Sorting needs Python (``pgc_positions(paths)`` gives the keys).")
     pgc_multi = Attribute("The stored value is a JSON array of values.")
+    pgc_long_lists = Attribute(
+        "A long stored list is kept once in pgcatalog_lists and the entry "
+        "holds its digest (plone.pgcatalog.lists): the kind's conditions "
+        "and reads accept both forms.")
     pgc_forward_sets = Attribute(
         "``_index[value]`` is always a set of rids (KeywordIndex), never "
         "one int for a single document (UnIndex).")

@@ -1,6 +1,7 @@
 """KeywordIndex: a set of keywords per document; 'or' / 'and' queries."""
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 
+from plone.pgcatalog import lists
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import not_
 from plone.pgcatalog.fragment import or_
@@ -19,9 +20,11 @@ _ELEMENT_TEXT = q("((v.value #>> '{{}}') COLLATE \"C\")")
 
 class PGKeywordIndex(PGIndex, KeywordIndex):
     """KeywordIndex whose keyword lists live in ``idx[name]`` (JSON array,
-    GIN-indexed)."""
+    GIN-indexed; a long list is stored once and ``idx[name]`` holds its
+    digest: :mod:`plone.pgcatalog.lists`)."""
 
     pgc_multi = True
+    pgc_long_lists = True
     pgc_forward_sets = True
 
     def pgc_extract(self, obj):
@@ -41,12 +44,11 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         if not keywords:
             return MISSING
         values = common.stored(keywords)
-        if _self_sorting(values):
-            # the sort expression orders these itself (pgc_sort)
-            return values
-        # other lists are kept sorted, as the sort expression reads them
-        # in their stored order
-        return common.stored(_sorted(keywords))
+        if not _self_sorting(values):
+            # other lists are kept sorted, as the sort expression reads
+            # them in their stored order (these it orders itself)
+            values = common.stored(_sorted(keywords))
+        return lists.stored_list(values)
 
     def pgc_where(self, iq, qc):
         expr = self.pgc_key_sql()
@@ -74,17 +76,21 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
                 if hi is not None:
                     conds.append(common.compare_sql(
                         _ELEMENT, _ELEMENT_TEXT, hi, "<="))
+                whole = lists.expanded_sql(expr)
                 parts.append(q(
                     "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN "
                     "jsonb_typeof({}) = 'array' THEN {} END) AS v(value) "
-                    "WHERE {})", expr, expr, and_(*conds)))
+                    "WHERE {})", whole, whole, and_(*conds)))
             else:
                 keys = [k for k in keys if k is not None]
                 if not keys:
                     return NO_MATCH
                 if iq.operator == "and":
-                    parts.append(q("{} @> {}::jsonb", expr,
-                                   common.jsonb(list(keys))))
+                    wanted = common.jsonb(list(keys))
+                    parts.append(or_(
+                        q("{} @> {}::jsonb", expr, wanted),
+                        lists.holding_sql(expr, q("l.value @> {}::jsonb",
+                                                  wanted))))
                 else:
                     parts.append(self._pgc_any_sql(keys))
         elif keys is not None and not not_parm:
@@ -92,12 +98,18 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         return and_(*parts)
 
     def _pgc_any_sql(self, values, alias="e"):
+        """The entry ``alias`` has one of ``values``: in its list, or in
+        the stored list its digest names."""
         expr = self.pgc_key_sql(alias)
         values = [common.stored(v) for v in values]
         if all(isinstance(v, str) for v in values):
-            return q("{} ?| {}::text[]", expr, values)
+            return or_(q("{} ?| {}::text[]", expr, values),
+                       lists.holding_sql(expr, q("l.value ?| {}::text[]",
+                                                 values)))
         return or_(*[q("{} @> {}::jsonb", expr, common.dumps([v]))
-                     for v in values])
+                     for v in values], lists.holding_sql(expr, or_(*[
+                         q("l.value @> {}::jsonb", common.dumps([v]))
+                         for v in values])))
 
     def pgc_eq_sql(self, values, alias="e"):
         """The entry has one of ``values`` among its keywords."""
@@ -111,7 +123,7 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         # numbers, are sorted here (they are stored in ZCatalog's order);
         # other lists are stored sorted (see pgc_extract) and read in
         # their stored order.
-        expr = self.pgc_key_sql()
+        expr = lists.expanded_sql(self.pgc_key_sql())
         return (q(
             "(ARRAY(SELECT t.v #>> '{{}}' FROM jsonb_array_elements(CASE WHEN "
             "jsonb_typeof({}) = 'array' THEN {} END) WITH ORDINALITY AS "

@@ -12,6 +12,7 @@ from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from zExceptions import BadRequest
 from ZPublisher import zpublish
 
+from plone.pgcatalog import lists
 from plone.pgcatalog import logger
 from plone.pgcatalog import shadow
 from plone.pgcatalog.rebuild import BuildError
@@ -125,6 +126,18 @@ class MaintenanceAPI:
             # the Indexes tab, as stock
             RESPONSE.redirect(URL1 + "/manage_catalogIndexes?"
                               "manage_tabs_message=Reindexing%20Performed")
+
+    @zpublish(False)
+    @security.protected(manage_zcatalog_entries)
+    def pgc_store_long_lists(self):
+        """Store apart, once, the long keyword lists that entries written
+        before schema version 6 hold in line (plone.pgcatalog.lists), in
+        this transaction; the number of entries changed.  Answers do not
+        change; the entries' table shrinks after a ``VACUUM FULL`` (or
+        fills its free space with later writes)."""
+        names = [name for name in self.indexes() if getattr(
+            self._catalog.getIndex(name), "pgc_long_lists", False)]
+        return lists.move_long_lists(self._pgc_store(), names)
 
     @zpublish(False)
     @security.private

@@ -221,6 +221,25 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             **query)), 4)
 
+    def test_a_long_list_changed_is_seen(self):
+        """object_provides is stored once by digest (lists.py): a new
+        interface gives the entry another digest, a change the counters
+        see."""
+        from plone.base.interfaces import INavigationRoot
+        from zope.interface import alsoProvides
+
+        query = dict(object_provides=INavigationRoot.__identifier__,
+                     portal_type="Document")
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            **query)), 0)
+        transaction.abort()
+        alsoProvides(self.portal.d1, INavigationRoot)
+        self.portal.d1.reindexObject(idxs=["object_provides"])
+        transaction.commit()
+        self.assertEqual(
+            [b.getId for b in self.catalog.unrestrictedSearchResults(
+                **query)], ["d1"])
+
     def test_entries_that_come_and_go(self):
         query = dict(portal_type="Document")
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(

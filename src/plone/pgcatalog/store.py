@@ -11,15 +11,13 @@ result sequences ask the store; none of them writes SQL.
 
 Per-process caches of catalog-wide answers (``uniqueValues``, a sort
 index's size) live here too (text statistics: ``textstats.py``): they are
-exact, keyed by the
-catalog's change stamp read in the transaction's own snapshot
-(:meth:`CatalogStore.stamped`).
+exact, keyed by the catalog's change stamp read in the transaction's own
+snapshot (:meth:`CatalogStore.stamped`).
 
 Why one module of some 440 lines: it is the one place that holds a
 catalog's statements (the point of the room); split by table it would
 scatter the caches and the catalog id that every statement shares.
 """
-
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import lists

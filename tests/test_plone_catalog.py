@@ -319,6 +319,18 @@ class TestTransactions(unittest.TestCase):
             self.catalog.delColumn("getURL")
             transaction.commit()
 
+    def test_get_url_as_zcatalogs(self):
+        from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
+        self.portal.invokeFactory("Document", "url", title="URL")
+        transaction.commit()
+        brain = self.catalog(id="url")[0]
+        for relative in (0, 1):
+            self.assertEqual(brain.getURL(relative),
+                             AbstractCatalogBrain.getURL(brain, relative))
+        # unwrapped: the global request, as ZCatalog's
+        bare = aq_base(brain)
+        self.assertEqual(bare.getURL(), AbstractCatalogBrain.getURL(brain))
+
     def test_commit_failure_rolls_back_catalog(self):
         class Boom:
             """A resource whose vote fails (sorted before the catalog)."""

@@ -13,17 +13,21 @@ Record's own way, with the same answers:
   ``__getattr__``, called after the class lookup failed: 0.58 -> 0.16 us a
   read); a column named like a method of the class stays the method, as
   on ZCatalog, where the class attribute wins over ``__getattr__``;
+- ``getURL()`` asks the brain's parents for the request, not the brain
+  (whose Record ``__getattr__`` fails first, slowly);
 - a brain made by a result sequence carries its path and the store of the
   transaction that read it, beyond the record's fields: ``getPath()`` (twice
   per rendered brain, with ``getURL()``) answers from it while that store is
   the transaction's, and asks the catalog as ZCatalog does otherwise (a
   brain kept beyond its transaction, or across a savepoint rollback).
 """
+from Acquisition import aq_get
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from ExtensionClass import Base
 from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
 from Record import Record
+from zope.globalrequest import getRequest
 
 from plone.pgcatalog.codec import decode
 
@@ -55,6 +59,19 @@ class PGCatalogBrain(AbstractCatalogBrain):
                 return path
         tool = aq_parent(aq_inner(self))
         return tool.getpath(self.data_record_id_)
+
+    def getURL(self, relative=0):
+        """Generate a URL for this record"""
+        # ZCatalog's asks the brain itself for REQUEST (``aq_get(self,
+        # ...)``), which first fails through Record's ``__getattr__``
+        # (7.7 us a brain): the brain has no REQUEST of its own unless a
+        # column is so named, so its parents are asked directly.
+        if "REQUEST" in self.__record_schema__:
+            return AbstractCatalogBrain.getURL(self, relative)
+        request = aq_get(aq_parent(self), "REQUEST", None)
+        if request is None:
+            request = getRequest()
+        return request.physicalPathToURL(self.getPath(), relative)
 
     @classmethod
     def _pgc_make(cls, data):

@@ -236,7 +236,7 @@ def key_for(tool, store, query):
     cannot be keyed).  The key holds the change counters of what the query
     reads (changes.py): the indexes it names or sorts on, the entries that
     exist, every answer's ``all``.  The transaction's generation (the fill
-    check's) and its metadata counters go to ``store``."""
+    check's) and its change counters go to ``store``."""
     base = aq_base(tool)
     gen = generation(tool)
     counters = getattr(base, "_pgc_changes", None)
@@ -245,7 +245,6 @@ def key_for(tool, store, query):
     # the transaction's view, for fills and kept text statistics too
     store.cache_generation = gen
     store.counters = counters
-    store.meta_view = None if counters is None else counters.view()
     cache = get_cache()
     if cache is None:
         return None, None

@@ -81,7 +81,7 @@ class Answer:
         session = store.session
         if store.wrote or session.pending or session.has_writes:
             return False    # this transaction's own writes would show
-        if store.meta_view is None:
+        if store.counters is None:
             return False
         return store.snapshot_complete(store.cache_generation)
 
@@ -116,7 +116,7 @@ class Answer:
         if not self.learns(store):
             return False
         if self.shared:
-            found = _tagged(found, store.meta_view[0])
+            found = _tagged(found, store.counters.seq)
         self.meta.update(found)
         if self.cache is not None:
             self.cache.grew(self.origin or self, _meta_size(found))
@@ -197,7 +197,8 @@ class BrainFactory:
         self.window = FIRST_WINDOW
         #: this transaction's metadata counters (a shared answer's brains
         #: are checked against them)
-        self.view = tool._pgc_store().meta_view if answer.shared else None
+        counters = tool._pgc_store().counters if answer.shared else None
+        self.view = None if counters is None else counters.view()
 
     def _entry(self, rid):
         """The metadata entry of ``rid`` this sequence may use, or

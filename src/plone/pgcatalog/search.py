@@ -43,7 +43,7 @@ def search(tool, store, query):
     answer = answer_of(tool, store, query, window)
     if key is not None:
         if store.snapshot_complete(store.cache_generation):
-            answer.tag_meta(store.meta_view[0])
+            answer.tag_meta(store.counters.seq)
             cache.put(key, answer)
         else:
             cache.unfilled += 1

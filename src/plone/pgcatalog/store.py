@@ -77,11 +77,9 @@ class CatalogStore:
         #: this transaction wrote to the catalog (or queued a write)
         self.wrote = False
         #: the result cache's view of this transaction (cache.key_for): its
-        #: generation (fill checks) and metadata counters (changes.py)
+        #: generation (fill checks) and the catalog's change counters
+        #: (changes.py), or None
         self.cache_generation = None
-        self.meta_view = None
-        #: the catalog's change counters in this transaction (changes.py),
-        #: or None
         self.counters = None
         self._cid = None
         #: rid -> path, as this transaction read them

@@ -290,8 +290,9 @@ class Writer:
             for cid in sorted(paths):
                 locks[cid] = conn.cursor()
                 _run(locks[cid], lock_statement(cid, paths[cid]))
-            for (cid, path) in ops:
-                delete_first, upsert = fold(ops[(cid, path)])
+            folded = {key: fold(entry_ops) for key, entry_ops in ops.items()}
+            for key, (delete_first, upsert) in folded.items():
+                cid, path = key
                 if delete_first:
                     _run(cur, delete_statement(cid, path))
                 if upsert is not None:
@@ -301,8 +302,7 @@ class Writer:
             changes = found[cid] = Changes()
             old = {row[0]: row[1:] for row in lock.fetchall()}
             for path in paths[cid]:
-                delete_first, upsert = fold(ops[(cid, path)])
-                changes.entry(old.get(path), delete_first, upsert)
+                changes.entry(old.get(path), *folded[(cid, path)])
         return found
 
 

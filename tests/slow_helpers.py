@@ -12,11 +12,14 @@ def slow_searches(seconds):
     per statement: an uncorrelated sub-select)."""
     original = compiler.conditions_for
 
-    def conditions_for(catalog, query, qc):
-        conditions = original(catalog, query, qc)
+    def conditions_for(catalog, query, qc, hot_conditions=None):
+        conditions = original(catalog, query, qc, hot_conditions)
         if conditions is not None:
             conditions.append(q("(SELECT true FROM pg_sleep({}))",
                                 float(seconds)))
+            if hot_conditions is not None:
+                # the hot rows cannot sleep: the entries answer
+                hot_conditions.append(None)
         return conditions
 
     with mock.patch.object(compiler, "conditions_for", conditions_for):

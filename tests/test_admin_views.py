@@ -141,7 +141,8 @@ class TestAdminViews(unittest.TestCase):
         self.assertIn("Title", columns)
         tables = {r[0][0]: r[1] for r in rows_of(body, "pgc-tables")}
         self.assertEqual(set(tables), {"pgcatalog_entries", "pgcatalog_meta",
-                                       "pgcatalog_text"})
+                                       "pgcatalog_text", "pgcatalog_lists",
+                                       "pgcatalog_hot"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

@@ -148,7 +148,7 @@ class TestIndexLifecycle(unittest.TestCase):
         self.assertTrue(ddl.wait_for_builds(60))
         dsn = get_dsn()
         with db.get_pool(dsn).connection() as conn:
-            conn.execute("ANALYZE pgcatalog_entries")
+            conn.execute("ANALYZE pgcatalog_entries, pgcatalog_hot")
         store = self.catalog._pgc_store()
         plan = compile_search(self.catalog._catalog,
                               {"portal_type": "Document", "b_size": 1},

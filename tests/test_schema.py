@@ -84,6 +84,12 @@ def describe(conn):
             "JOIN pg_attribute a ON a.attrelid = t.oid AND "
             "a.attnum = d.refobjsubid WHERE s.relname LIKE 'pgcatalog%'"),
         "version": rows("SELECT version FROM pgcatalog_schema"),
+        "triggers": rows(
+            "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE "
+            "tgrelid = 'pgcatalog_entries'::regclass AND NOT tgisinternal"),
+        "functions": rows(
+            "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = "
+            "current_schema()::regnamespace AND proname LIKE 'pgcatalog%'"),
     }
 
 
@@ -115,7 +121,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(tables) == sorted([
         "pgcatalog_schema", "pgcatalog_catalogs", "pgcatalog_entries",
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
-        "pgcatalog_indexes", "pgcatalog_lists"])
+        "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
+        "pgcatalog_hot_names"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -132,6 +139,11 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert columns[("pgcatalog_lists", "digest")][2] == "C"
     assert "USING gin (value)" in {r[1]: r[2] for r in fresh["indexes"]}[
         "pgcatalog_lists_value"]
+    # the hot keys (hot.py): a narrow row per entry, kept by triggers
+    assert "USING gin (keys)" in {r[1]: r[2] for r in fresh["indexes"]}[
+        "pgcatalog_hot_keys"]
+    assert sorted(r[0] for r in fresh["triggers"]) == [
+        "pgcatalog_entries_hot", "pgcatalog_entries_hot_update"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

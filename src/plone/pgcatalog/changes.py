@@ -32,6 +32,7 @@ Counters only grow, so a change undone later still counts as a change.
 """
 import orjson
 from persistent import Persistent
+from ZODB.POSException import ConflictError
 
 
 #: metadata changes remembered by rid (older ones raise ``floor``)
@@ -103,6 +104,11 @@ def _differ(old, new):
 class ChangeCounters(Persistent):
     """A catalog's change counters (see module docstring)."""
 
+    #: how many transactions changed which indexes have hot keys (hot.py):
+    #: such a transaction does not merge with a concurrent catalog writer
+    #: (see _p_resolveConflict)
+    hot_epoch = 0
+
     def __init__(self, token):
         #: new counters, new token: answers keyed by counters made before
         #: (a removed and remade object) are never matched
@@ -135,12 +141,26 @@ class ChangeCounters(Persistent):
             self.log, self.floor = _bounded(log, self.floor)
         self._p_changed = True
 
+    def bump_hot(self):
+        """This transaction registers or unregisters hot keys."""
+        self.hot_epoch += 1
+
     def view(self):
         """What readers of this snapshot need: ``(seq, floor, log)``."""
         return (self.seq, self.floor, self.log)
 
     def _p_resolveConflict(self, old, committed, mine):
-        """Concurrent bumps add up (as BTrees.Length's)."""
+        """Concurrent bumps add up (as BTrees.Length's).
+
+        Except beside a transaction that registered or unregistered hot
+        keys (hot.py): it filled the hot rows from its snapshot, and the
+        trigger of a concurrent writer wrote its entries' hot rows by the
+        hot names of its own; whichever commits second must start again
+        (ConflictError), from a snapshot holding the other's work."""
+        if mine.get("hot_epoch", 0) != old.get("hot_epoch", 0) or \
+                committed.get("hot_epoch", 0) != old.get("hot_epoch", 0):
+            raise ConflictError("the catalog's hot keys were registered "
+                                "by a concurrent transaction")
         result = dict(committed)
         for field in ("all", "rows", "seq"):
             result[field] = committed[field] + mine[field] - old[field]

@@ -11,6 +11,7 @@ business (``indexes/interfaces.py``).
 from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 
+from plone.pgcatalog import hot
 from plone.pgcatalog import plans
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import join
@@ -42,9 +43,14 @@ def compile_search(catalog, query, store, window=None):
                                                     tsquery),
         text_prefetch=lambda name, tsqueries: store.text_prefetch(
             catalog.getIndex(name), tsqueries))
-    conditions = conditions_for(catalog, query, qc)
+    hot_conditions = []
+    conditions = conditions_for(catalog, query, qc, hot_conditions)
     if conditions is None:
         return plans.Empty()
+    # every condition answerable from the hot rows (hot.py): counts and
+    # every-match answers read them instead of the entries
+    hot_where = hot.where(store.cid, hot_conditions) \
+        if hot_conditions and None not in hot_conditions else None
 
     if window is None:
         window = batch_window(query)
@@ -74,14 +80,18 @@ def compile_search(catalog, query, store, window=None):
             return plans.Relevance(where, qc.ranks)
         return plans.RelevancePage(where, qc.ranks, window)
     if window.b_size is None:
+        if hot_where is not None:
+            return plans.EveryMatch(hot_where, source=hot.HOT)
         return plans.EveryMatch(where)
-    return plans.Page(where, plans.RID, window)
+    return plans.Page(where, plans.RID, window, count=hot_where)
 
 
-def conditions_for(catalog, query, qc):
+def conditions_for(catalog, query, qc, hot_conditions=None):
     """The conditions of the indexes taking part, in ZCatalog's order; None
     when nothing can match (an index said NO_MATCH: ZCatalog stops there
-    too, the indexes after it are not parsed) or no index takes part."""
+    too, the indexes after it are not parsed) or no index takes part.
+    ``hot_conditions``, a list, receives each condition's form over the hot
+    row (None where the hot row cannot answer it)."""
     conditions = []
     participated = False
     for name, names in query_names(catalog):
@@ -108,6 +118,10 @@ def conditions_for(catalog, query, qc):
         if condition is NO_MATCH:
             return None
         conditions.append(condition)
+        if hot_conditions is not None:
+            hot_where = getattr(index, "pgc_hot_where", None)
+            hot_conditions.append(hot_where(iq, qc) if hot_where is not None
+                                  and iq is not None else None)
     return conditions if participated else None
 
 

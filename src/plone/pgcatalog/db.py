@@ -163,7 +163,7 @@ def analyze(dsn):
         with get_pool(dsn).connection() as conn:
             run(conn, q("ANALYZE (SKIP_LOCKED) {}", join(", ", [
                 ident(schema.ENTRIES), ident(schema.META),
-                ident(schema.TEXT)])))
+                ident(schema.TEXT), ident(schema.HOT)])))
     except psycopg.Error:
         logger.warning("ANALYZE of the catalog tables failed",
                        exc_info=True)

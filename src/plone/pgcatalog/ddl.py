@@ -44,6 +44,7 @@ import psycopg
 from psycopg import sql
 
 from plone.pgcatalog import db
+from plone.pgcatalog import hot
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
@@ -119,6 +120,7 @@ def create(session, cid, index):
     if dropping:
         session.cancel_drops(dropping)
         _drop_now(session, cid, dropping)
+    hot.sync(session, cid, index)
     if not want:
         return
     for name in want:
@@ -269,6 +271,7 @@ def remove(session, cid, index_id):
         select_registered(cid, index_id)).fetchall()]
     if names:
         _unregister(session, cid, index_id, names, now=False)
+    hot.unregister(session, cid, index_id)
 
 
 def _unregister(session, cid, index_id, names, now):
@@ -323,12 +326,15 @@ def sync(session, cid, indexes):
                                                                 set()):
             create(session, cid, index)
             created.extend(sorted(set(want) - existing))
+        else:
+            hot.sync(session, cid, index)
     for index_id, names in registered.items():
         unwanted = names - set(wanted(by_name[index_id], cid)) \
             if index_id in by_name else names
         if unwanted:
             _unregister(session, cid, index_id, sorted(unwanted), now=False)
             dropped.extend(sorted(unwanted))
+    hot.prune(session, cid, by_name)
     # the shared expression indexes of schema versions before 4 (nobody
     # registers them): dropped after the commit
     legacy = [row[0] for row in session.execute(

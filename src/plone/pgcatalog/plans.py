@@ -27,6 +27,7 @@ from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.hot import HOT
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.results import Answer
 from plone.pgcatalog.results import results_for
@@ -86,7 +87,7 @@ class Page(Plan):
     (``actual_result_count``) only when someone asks for it
     (results.PGLazyMap), or known at once when the page is the tail."""
 
-    def __init__(self, where, order, window):
+    def __init__(self, where, order, window, count=None):
         self.b_start = window.b_start
         self.b_size = window.b_size
         page = q("SELECT e.rid, e.path FROM {} WHERE {} ORDER BY {} LIMIT "
@@ -102,7 +103,10 @@ class Page(Plan):
         else:
             self.statement = q("SELECT ARRAY(SELECT p.rid FROM ({}) p)",
                                page)
-        self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where)
+        # the total from the hot rows when they answer the query (hot.py)
+        self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where) \
+            if count is None else q("SELECT count(*) FROM {} WHERE {}",
+                                    HOT, count)
 
     def answer(self, store):
         if self.with_metadata:
@@ -135,9 +139,12 @@ class EveryMatch(Plan):
 
     descending = False
 
-    def __init__(self, where):
-        self.statement = q("SELECT count(*), array_agg(e.rid) FROM {} "
-                           "WHERE {}", ENTRIES, where)
+    def __init__(self, where, source=ENTRIES):
+        # ``source``: the entries ``e``, or the hot rows ``h`` (hot.py)
+        # when every condition is theirs
+        rid = q("e.rid") if source is ENTRIES else q("h.rid")
+        self.statement = q("SELECT count(*), array_agg({}) FROM {} "
+                           "WHERE {}", rid, source, where)
 
     def matches(self, store):
         row = _fetch(store, self.statement)

@@ -137,6 +137,7 @@ class OnlineRebuild:
             store = store_for(tool._pgc_session(), key, False)
             for index in tool.index_objects():
                 ddl.create(store.session, store.cid, index)
+            self.tool._pgc_hot_guard()
             state = BuildState(mode, key, tool._catalog._indexes, batch,
                                total)
         # a write of the tool: live writers in flight conflict and, retried,
@@ -272,6 +273,7 @@ class OnlineRebuild:
         state = self.state()
         store = store_for(self.tool._pgc_session(), state.key, True)
         ddl.sync(store.session, store.cid, self.tool.index_objects())
+        self.tool._pgc_hot_guard()
         transaction.commit()
         deadline = time.monotonic() + wait
         while not ddl.wait_for_builds(0.5):

@@ -36,6 +36,13 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     long keyword lists stored once, by digest (an entry's ``idx`` holds
     the digest): shared by the catalogs, never updated
     (:mod:`plone.pgcatalog.lists`).
+``pgcatalog_hot`` / ``pgcatalog_hot_names``
+    the hot keys: one narrow row per entry holding the string values of a
+    few hot field and keyword indexes (``portal_type``, ``review_state``,
+    ``allowedRolesAndUsers`` by default) as ``name<US>value`` texts under
+    one GIN index, kept by a trigger on ``pgcatalog_entries``; counts and
+    every-match answers on those indexes alone are read there, never from
+    the wide row (:mod:`plone.pgcatalog.hot`).
 
 Per-index PostgreSQL indexes are described by the index kinds
 (``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
@@ -62,6 +69,8 @@ CATALOGS = "pgcatalog_catalogs"
 COMMITS = "pgcatalog_commits"
 INDEXES = "pgcatalog_indexes"
 LISTS = "pgcatalog_lists"
+HOT = "pgcatalog_hot"
+HOT_NAMES = "pgcatalog_hot_names"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
 DDL_LOCK = 0x70676361  # "pgca"
@@ -348,8 +357,84 @@ def _v6(conn):
         ON pgcatalog_lists USING gin (value)""")
 
 
+_V7_KEYS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_keys(p_cid integer, p_idx jsonb)
+RETURNS text[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(DISTINCT n.name || chr(31) || (v.x #>> '{}')),
+                    '{}'::text[])
+    FROM pgcatalog_hot_names n
+    CROSS JOIN LATERAL jsonb_array_elements(CASE
+        WHEN NOT n.multi THEN jsonb_build_array(p_idx -> n.name)
+        WHEN jsonb_typeof(p_idx -> n.name) = 'array' THEN p_idx -> n.name
+        WHEN jsonb_typeof(p_idx -> n.name) = 'string' THEN (
+            SELECT l.value FROM pgcatalog_lists l
+            WHERE l.digest = (p_idx ->> n.name))
+        END) AS v(x)
+    WHERE n.cid = p_cid AND jsonb_typeof(v.x) = 'string'
+      AND length(v.x #>> '{}') <= 400
+$$"""
+
+_V7_SYNC = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    found text[];
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
+        RETURN NULL;
+    END IF;
+    found := pgcatalog_hot_keys(NEW.cid, NEW.idx);
+    IF cardinality(found) = 0 THEN
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
+        END IF;
+    ELSE
+        INSERT INTO pgcatalog_hot (rid, cid, keys)
+        VALUES (NEW.rid, NEW.cid, found)
+        ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys
+        WHERE pgcatalog_hot.keys IS DISTINCT FROM EXCLUDED.keys;
+    END IF;
+    RETURN NULL;
+END
+$$"""
+
+
+def _v7(conn):
+    """Version 7: the hot keys (:mod:`plone.pgcatalog.hot`): a narrow row
+    per entry with the string values of the catalog's hot indexes, kept by
+    a trigger on ``pgcatalog_entries``.  Empty until a catalog registers
+    its hot indexes (``addIndex``, ``pgc_sync_indexes``)."""
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_hot_names (
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        name text NOT NULL,
+        multi boolean NOT NULL,
+        PRIMARY KEY (cid, name)
+    )""")
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_hot (
+        rid bigint PRIMARY KEY,
+        cid integer NOT NULL,
+        keys text[] COLLATE "C" NOT NULL
+    ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.05,
+            autovacuum_analyze_scale_factor = 0.02)""")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_keys
+        ON pgcatalog_hot USING gin (keys)""")
+    conn.execute(_V7_KEYS)
+    conn.execute(_V7_SYNC)
+    for name in ("pgcatalog_entries_hot", "pgcatalog_entries_hot_update"):
+        conn.execute("DROP TRIGGER IF EXISTS %s ON pgcatalog_entries" % name)
+    conn.execute("""CREATE TRIGGER pgcatalog_entries_hot
+        AFTER INSERT OR DELETE ON pgcatalog_entries
+        FOR EACH ROW EXECUTE FUNCTION pgcatalog_hot_sync()""")
+    # an update that leaves the index values as they were costs no call
+    conn.execute("""CREATE TRIGGER pgcatalog_entries_hot_update
+        AFTER UPDATE OF idx ON pgcatalog_entries FOR EACH ROW
+        WHEN (OLD.idx IS DISTINCT FROM NEW.idx)
+        EXECUTE FUNCTION pgcatalog_hot_sync()""")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5, _v6]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 
 SCHEMA_VERSION = len(STEPS)
 

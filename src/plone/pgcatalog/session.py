@@ -130,6 +130,9 @@ class CatalogSession:
         self.count_hooks = {}
         #: catalog keys whose generation this transaction counted
         self.generation_counted = set()
+        #: cids whose hot keys this transaction registered or unregistered
+        #: (hot.py; the tool makes it conflict with concurrent writers)
+        self.hot_changed = set()
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
@@ -590,6 +593,7 @@ class CatalogSession:
             self.counted.clear()
             self.count_hooks.clear()
             self.generation_counted.clear()
+            self.hot_changed.clear()
             self.drops = {}
             self.commit_hooks = []
             self.begun = False

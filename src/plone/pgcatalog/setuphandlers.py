@@ -204,3 +204,14 @@ def register_controlpanel(setup_tool):
     """Upgrade 1000 -> 1001: the control panel's configlet."""
     setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default",
                                         "controlpanel", run_dependencies=False)
+
+
+def sync_indexes(setup_tool):
+    """Upgrade 1001 -> 1002: the catalog's PostgreSQL indexes and hot keys
+    (schema version 7, hot.py) as its indexes want them
+    (``pgc_sync_indexes``)."""
+    tool = getToolByName(setup_tool, "portal_catalog")
+    if hasattr(aq_base(tool), "pgc_sync_indexes"):
+        created, dropped = tool.pgc_sync_indexes()
+        logger.info("catalog indexes synchronized: %d created, %d dropped",
+                    len(created), len(dropped))

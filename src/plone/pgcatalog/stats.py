@@ -57,7 +57,8 @@ def table_sizes(store):
         "SELECT t.name, pg_total_relation_size(t.name::regclass), "
         "pg_size_pretty(pg_total_relation_size(t.name::regclass)) "
         "FROM unnest({}::text[]) AS t(name) ORDER BY 1",
-        [schema.ENTRIES, schema.META, schema.TEXT]))]
+        [schema.ENTRIES, schema.META, schema.TEXT, schema.LISTS,
+         schema.HOT]))]
 
 
 def entries_page(store, prefix, b_start, b_size):

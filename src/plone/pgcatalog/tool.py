@@ -162,6 +162,22 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
                     uuid.uuid4().hex)
             counters.bump(changes)
 
+    def _pgc_hot_guard(self):
+        """When this transaction registered or unregistered hot keys of
+        this catalog (hot.py): bump the change counters' ``hot_epoch``, so
+        that it and any concurrent catalog writer do not both commit
+        (ChangeCounters._p_resolveConflict; a new counters object changes
+        the tool, which writers read as current)."""
+        session = self._pgc_session()
+        if not session.hot_changed:
+            return
+        base = aq_base(self)
+        counters = getattr(base, "_pgc_changes", None)
+        if counters is None:
+            counters = self._pgc_changes = ChangeCounters(uuid.uuid4().hex)
+        counters.bump_hot()
+        session.hot_changed.clear()
+
     def _pgc_cid(self):
         """This catalog's id in PostgreSQL (see CatalogStore.cid)."""
         return self._pgc_store().cid

@@ -140,6 +140,8 @@ class PGIndex(IndexData):
     #: ZCatalog may sort an unlimited result by walking this index's values
     #: (one value per document: UnIndex kinds); see query._unlimited_sorted_sql
     pgc_walkable_sort = False
+    #: string values kept as hot keys when the index is named hot (hot.py)
+    pgc_hot = False
 
     # -- helpers shared by kinds -------------------------------------------
     def pgc_name(self):
@@ -168,6 +170,11 @@ class PGIndex(IndexData):
 
     def pgc_where(self, iq, qc):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def pgc_hot_where(self, iq, qc):
+        """The query's condition over the hot row ``h`` (hot.py), or None
+        when the hot row cannot answer it."""
+        return None
 
     def pgc_sort(self, qc):
         if not self.pgc_sortable:

@@ -1,6 +1,7 @@
 """FieldIndex: one hashable value per document."""
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 
+from plone.pgcatalog import hot
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import PGIndex
 
@@ -10,6 +11,7 @@ class ValueIndex(PGIndex):
     (query, range, not), Python ordering for sorting."""
 
     pgc_walkable_sort = True
+    pgc_hot = True
 
     def pgc_extract(self, obj):
         return common.datum(self, obj)
@@ -19,6 +21,15 @@ class ValueIndex(PGIndex):
 
     def pgc_sort(self, qc):
         return common.sort_sql(self), self.pgc_present_sql()
+
+    def pgc_hot_where(self, iq, qc):
+        # values only (a range or "not" reads the wide row), as value_where
+        if iq is None or not hot.ready(self, qc.cid) or \
+                iq.get("not", None) or iq.get("range", None):
+            return None
+        found = hot.keys_for(self, [common.stored(self._convert(k))
+                                    for k in iq.keys if k is not None])
+        return hot.any_of(found) if found else None
 
     def pgc_eq_sql(self, values, alias="e"):
         return common.value_eq_sql(self, values, alias)

@@ -38,6 +38,9 @@ class IIndexKind(Interface):
     pgc_walkable_sort = Attribute(
         "ZCatalog may sort an unlimited answer by walking this index's "
         "values (one value per document: the UnIndex kinds).")
+    pgc_hot = Attribute(
+        "The kind can keep its string values as hot keys (FieldIndex, "
+        "KeywordIndex: plone.pgcatalog.hot) when its name is hot.")
 
     def pgc_extract(obj):
         """The value to store for ``obj`` (an IIndexableObject wrapper) in
@@ -51,6 +54,12 @@ class IIndexKind(Interface):
         (ZCatalog's short circuit); None when the index takes no part
         (``keys is None``).  ``qc`` is the QueryContext (catalog, cid,
         relevance expressions, text statistics)."""
+
+    def pgc_hot_where(iq, qc):
+        """The same query as a Fragment over the hot row ``h``
+        (``h.keys``, plone.pgcatalog.hot), or None when the hot row cannot
+        answer it (the index has no hot keys in catalog ``qc.cid``, or the
+        query names a value without a key, a range, ``not``...)."""
 
     def pgc_sort(qc):
         """``(keys, present)``: a tuple of Fragments to ORDER BY (in that

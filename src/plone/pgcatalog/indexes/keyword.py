@@ -1,6 +1,7 @@
 """KeywordIndex: a set of keywords per document; 'or' / 'and' queries."""
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 
+from plone.pgcatalog import hot
 from plone.pgcatalog import lists
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import not_
@@ -24,6 +25,7 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
     digest: :mod:`plone.pgcatalog.lists`)."""
 
     pgc_multi = True
+    pgc_hot = True
     pgc_long_lists = True
     pgc_forward_sets = True
 
@@ -96,6 +98,18 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         elif keys is not None and not not_parm:
             return NO_MATCH
         return and_(*parts)
+
+    def pgc_hot_where(self, iq, qc):
+        # values only (a range or "not" reads the wide row)
+        if iq is None or not hot.ready(self, qc.cid) or \
+                iq.get("not", None) or iq.get("range", None):
+            return None
+        found = hot.keys_for(self, [common.stored(k) for k in iq.keys
+                                    if k is not None])
+        if not found:
+            return None
+        return hot.all_of(found) if iq.operator == "and" else \
+            hot.any_of(found)
 
     def _pgc_any_sql(self, values, alias="e"):
         """The entry ``alias`` has one of ``values``: in its list, or in

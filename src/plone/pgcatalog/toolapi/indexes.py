@@ -70,6 +70,7 @@ class IndexesAPI:
     def _pgc_create_ddl(self, index):
         store = self._pgc_store()
         ddl.create(store.session, store.cid, index)
+        self._pgc_hot_guard()
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)
@@ -91,10 +92,14 @@ class IndexesAPI:
         """Make this catalog's PostgreSQL indexes what its indexes want:
         create the missing ones, drop the others (after the commit).  Run
         it after upgrading from plone.pgcatalog's schema version 3 or older
-        (per-catalog indexes replace the shared ones).  Returns
+        (per-catalog indexes replace the shared ones), and after an upgrade
+        to schema version 7 or a change of ``hot-indexes`` (the hot keys:
+        hot.py).  Returns
         ``(created, dropped)`` PostgreSQL index names."""
         store = self._pgc_store()
-        return ddl.sync(store.session, store.cid, self.index_objects())
+        found = ddl.sync(store.session, store.cid, self.index_objects())
+        self._pgc_hot_guard()
+        return found
 
     @zpublish(False)
     @security.protected(manage_zcatalog_indexes)
@@ -104,6 +109,7 @@ class IndexesAPI:
         store = self._pgc_store()
         store.clear_index(index)
         ddl.remove(store.session, store.cid, name)
+        self._pgc_hot_guard()
         self._catalog.delIndex(name)
         shadow.write(self, "delIndex", name)
 

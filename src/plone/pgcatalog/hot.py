@@ -1,0 +1,198 @@
+"""The hot keys: counts and every-match answers without the wide row.
+
+Most unbatched searches a Plone site makes filter on a few indexes only:
+``portal_type``, ``review_state``, ``allowedRolesAndUsers``.  Answered from
+``pgcatalog_entries``, each match costs a visit of its wide row (about a
+kilobyte: one heap page per eight entries), found through one B-tree per
+index: 52,000 matches of 100,000 entries visited 11,900 pages, and a third
+condition was evaluated on every row the first two left (P8: 42 ms).
+
+``pgcatalog_hot`` holds one narrow row per entry: ``(rid, cid, keys)``,
+``keys`` the string values of the catalog's hot indexes as
+``name<US>value`` texts (US: the unit separator, ``chr(31)``), under one
+GIN index.  A conjunction of hot conditions is one GIN scan (the index
+intersects its posting lists itself) and a visit of the narrow rows (about
+eighty to a page).
+
+What is in it:
+
+* a hot index is a FieldIndex or KeywordIndex (or a kind deriving from
+  them) named in the ``hot-indexes`` setting (:func:`names`);
+* a FieldIndex's value is a key when it is a string; a KeywordIndex's keys
+  are the strings of its list, read from ``pgcatalog_lists`` when the entry
+  holds a long list's digest; strings over :data:`MAX_CHARS` characters
+  (and values of other types) have no key: a query naming one is answered
+  from the wide row as before;
+* the rows are kept by a trigger on ``pgcatalog_entries`` (schema version
+  7): every path that writes an entry (the writer, online builds, moves,
+  clear, a catalog dropped) keeps them, in its transaction; an entry
+  without a key has no row.
+
+Which indexes of which catalog have keys is recorded twice, in the same
+transaction: ``pgcatalog_hot_names`` (what the trigger reads) and the
+index object's ``_pgc_hot_cids`` (what the compiler reads, without a
+statement): a query uses the hot rows of catalog ``cid`` for an index only
+when that index registered them for that ``cid`` (:func:`ready`).
+Registering fills the rows of the catalog's existing entries; ``addIndex``,
+``pgc_sync_indexes`` and ``reindexIndex`` register (``ddl.create``),
+``delIndex`` unregisters.  A catalog made before version 7 has no hot keys
+until ``pgc_sync_indexes`` runs; it is answered as before meanwhile.
+
+A transaction that registers or unregisters fills the hot rows from its
+snapshot, while a concurrent writer's trigger writes its entries' rows by
+the hot names its own snapshot holds: the two must not both commit.  The
+registering transaction bumps the catalog's change counters' ``hot_epoch``
+(``tool._pgc_hot_guard``), which concurrent writers' counters do not merge
+with (``changes.ChangeCounters``): whichever commits second gets a
+ConflictError and is retried from a snapshot holding the other's work.
+
+Used by the compiler for every-match answers and a batch's total when
+every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
+anything else reads ``pgcatalog_entries`` as before.
+"""
+from plone.pgcatalog import config
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import q
+
+
+HOT = q("{} h", ident(schema.HOT))
+HOT_NAMES = ident(schema.HOT_NAMES)
+ENTRIES = ident(schema.ENTRIES)
+#: between an index's name and a value in a key
+SEP = "\x1f"
+#: longer strings have no key (a GIN key stays far below its size limit)
+MAX_CHARS = 400
+#: the hot indexes when the ``hot-indexes`` setting says nothing
+DEFAULT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers")
+
+
+def names():
+    """The names of the indexes kept hot (``hot-indexes`` /
+    ``PGCATALOG_HOT_INDEXES``: names separated by spaces or commas; empty:
+    none)."""
+    value = config._setting("hot-indexes", "PGCATALOG_HOT_INDEXES")
+    if value is None:
+        return frozenset(DEFAULT_NAMES)
+    return frozenset(name for name in value.replace(",", " ").split()
+                     if name)
+
+
+def eligible(index):
+    """Whether ``index`` keeps hot keys: a kind that has them, under a hot
+    name."""
+    return bool(getattr(index, "pgc_hot", False)) and \
+        index.getId() in names()
+
+
+def ready(index, cid):
+    """Whether catalog ``cid``'s hot rows hold ``index``'s keys."""
+    return cid in (getattr(index, "_pgc_hot_cids", None) or ())
+
+
+def key(name, value):
+    return name + SEP + value
+
+
+def keys_for(index, values):
+    """The keys of ``values`` (stored forms), or None when one of them has
+    none (not a string, or too long)."""
+    if not values:
+        return None
+    found = []
+    for value in values:
+        if not isinstance(value, str) or len(value) > MAX_CHARS:
+            return None
+        found.append(key(index.getId(), value))
+    return found
+
+
+def any_of(found):
+    """The entry ``h`` has one of the keys ``found``."""
+    if len(found) == 1:
+        return q("h.keys @> {}::text[]", found)
+    return q("h.keys && {}::text[]", found)
+
+
+def all_of(found):
+    """The entry ``h`` has every key of ``found``."""
+    return q("h.keys @> {}::text[]", found)
+
+
+def where(cid, conditions):
+    """The hot rows' condition for catalog ``cid`` and the hot conditions
+    of a query (Fragments over ``h``)."""
+    return and_(q("h.cid = {}", cid), *conditions)
+
+
+# -- registering ------------------------------------------------------------
+def sync(session, cid, index):
+    """Register ``index``'s hot keys for catalog ``cid`` when it is
+    eligible, unregister them else (in the transaction).  Registering fills
+    the hot rows of the catalog's entries."""
+    if eligible(index):
+        register(session, cid, index)
+    else:
+        unregister(session, cid, index.getId(), index)
+
+
+def register(session, cid, index):
+    name, multi = index.getId(), bool(index.pgc_multi)
+    row = session.execute(q(
+        "SELECT multi FROM {} WHERE cid = {} AND name = {}", HOT_NAMES, cid,
+        name)).fetchone()
+    if row is not None and row[0] == multi and ready(index, cid):
+        return
+    session.execute_write(cid, q(
+        "INSERT INTO {} (cid, name, multi) VALUES ({}, {}, {}) ON CONFLICT "
+        "(cid, name) DO UPDATE SET multi = EXCLUDED.multi", HOT_NAMES, cid,
+        name, multi))
+    refill(session, cid)
+    session.hot_changed.add(cid)
+    _mark(index, cid, True)
+
+
+def unregister(session, cid, name, index=None):
+    gone = session.execute_write(cid, q(
+        "DELETE FROM {} WHERE cid = {} AND name = {} RETURNING 1", HOT_NAMES,
+        cid, name)).fetchall()
+    if gone:
+        refill(session, cid)
+        session.hot_changed.add(cid)
+    if index is not None:
+        _mark(index, cid, False)
+
+
+def prune(session, cid, keep):
+    """Unregister the hot keys of catalog ``cid``'s indexes not in
+    ``keep`` (names)."""
+    for (name,) in session.execute(q(
+            "SELECT name FROM {} WHERE cid = {}", HOT_NAMES, cid)).fetchall():
+        if name not in keep:
+            unregister(session, cid, name)
+
+
+def _mark(index, cid, on):
+    cids = set(getattr(index, "_pgc_hot_cids", None) or ())
+    if (cid in cids) == on:
+        return
+    if on:
+        cids.add(cid)
+    else:
+        cids.discard(cid)
+    index._pgc_hot_cids = tuple(sorted(cids))
+
+
+def refill(session, cid):
+    """Compute the hot rows of catalog ``cid``'s entries again (after its
+    hot names changed)."""
+    session.execute_write(cid, q(
+        "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
+        "AS keys FROM {} e WHERE e.cid = {}), "
+        "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
+        "cardinality(k.keys) = 0) "
+        "INSERT INTO {} AS h (rid, cid, keys) SELECT k.rid, k.cid, k.keys "
+        "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
+        "SET keys = EXCLUDED.keys WHERE h.keys IS DISTINCT FROM "
+        "EXCLUDED.keys", ENTRIES, cid, ident(schema.HOT), ident(schema.HOT)))

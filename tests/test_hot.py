@@ -1,0 +1,367 @@
+"""The hot keys (hot.py): counts and every-match answers read from the
+narrow hot rows give the answers the entries give, through every write.
+
+Each answer read from the hot rows is compared with the same query
+answered from ``pgcatalog_entries`` (the index's ``_pgc_hot_cids`` taken
+away for the comparison, the result cache off), and the hot rows are
+checked against their definition (``pgcatalog_hot_keys`` of each entry's
+values) after every kind of write.
+"""
+import os
+import types
+import unittest
+
+import transaction
+from plone.app.testing import login
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from Products.CMFCore.indexing import processQueue
+
+from ZODB.POSException import ConflictError
+
+from plone.pgcatalog import hot
+from plone.pgcatalog.changes import ChangeCounters
+from plone.pgcatalog.changes import Changes
+from plone.pgcatalog import lists
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+
+from statements import statements
+
+
+HOT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers")
+LONG = "x" * (hot.MAX_CHARS + 1)
+
+QUERIES = (
+    {"portal_type": "Document"},
+    {"portal_type": ["Document", "Folder"]},
+    {"portal_type": "Nothing such"},
+    {"portal_type": "Document", "review_state": "private"},
+    {"portal_type": "Document", "review_state": "published"},
+    {"portal_type": "Document", "allowedRolesAndUsers": ["Anonymous"]},
+    {"portal_type": "Document", "review_state": "published",
+     "allowedRolesAndUsers": ["Anonymous", "Manager"]},
+    {"allowedRolesAndUsers": {"query": ["Manager", "Editor"],
+                              "operator": "and"}},
+    {"allowedRolesAndUsers": {"query": ["Owner", "Anonymous"],
+                              "operator": "or"}},
+    {"review_state": ["private", "published"]},
+    {"review_state": "private", "b_size": 2},
+    {"portal_type": "Document", "review_state": "private", "b_size": 3,
+     "b_start": 1},
+)
+#: queries the hot rows do not answer (they read the entries)
+COLD = (
+    {"portal_type": {"query": "Document", "not": "Folder"}},
+    {"portal_type": {"query": ["A", "Z"], "range": "min:max"}},
+    {"portal_type": LONG},
+    {"portal_type": "Document", "path": "/plone/hot"},
+    {"portal_type": "Document", "sort_on": "sortable_title"},
+    {"portal_type": 7},
+)
+
+
+class TestHotKeys(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self._cache = os.environ.get("PGCATALOG_CACHE")
+        os.environ["PGCATALOG_CACHE"] = "off"
+        self.portal = portal = self.layer["portal"]
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+        login(portal, TEST_USER_NAME)
+        self.catalog = portal.portal_catalog
+        portal.invokeFactory("Folder", "hot")
+        for n in range(6):
+            portal.hot.invokeFactory("Document", "d%d" % n, title="D%d" % n)
+        wf = portal.portal_workflow
+        wf.setChainForPortalTypes(["Document"],
+                                  "simple_publication_workflow")
+        for n in range(6):
+            wf.notifyCreated(portal.hot["d%d" % n])
+            portal.hot["d%d" % n].reindexObject()
+        for n in (1, 3):
+            wf.doActionFor(portal.hot["d%d" % n], "publish")
+        transaction.commit()
+
+    def tearDown(self):
+        transaction.abort()
+        self.portal.manage_delObjects(["hot"])
+        transaction.commit()
+        if self._cache is None:
+            os.environ.pop("PGCATALOG_CACHE", None)
+        else:
+            os.environ["PGCATALOG_CACHE"] = self._cache
+
+    # -- helpers ----------------------------------------------------------
+    @property
+    def store(self):
+        """The catalog's store in the current transaction."""
+        return self.catalog._pgc_store()
+
+    def index(self, name):
+        return self.catalog._catalog.getIndex(name)
+
+    def answer(self, query):
+        processQueue()
+        found = self.catalog.unrestrictedSearchResults(dict(query))
+        return [b.getRID() for b in found], len(found), \
+            getattr(found, "actual_result_count", len(found))
+
+    def cold_answer(self, query):
+        """The answer read from the entries (no index hot)."""
+        saved = {}
+        for name in HOT_NAMES:
+            index = self.index(name)
+            saved[name] = index.__dict__.get("_pgc_hot_cids")
+            index._pgc_hot_cids = ()
+        try:
+            return self.answer(query)
+        finally:
+            for name, value in saved.items():
+                index = self.index(name)
+                if value is None:
+                    del index._pgc_hot_cids
+                else:
+                    index._pgc_hot_cids = value
+
+    def reads_hot(self, query):
+        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        return any("pgcatalog_hot" in text for text in sent)
+
+    def mismatches(self):
+        """Entries whose hot row is not what their values say."""
+        processQueue()
+        return self.store.rows(q(
+            "SELECT coalesce(e.rid, h.rid) FROM (SELECT * FROM "
+            "pgcatalog_entries WHERE cid = {}) e FULL JOIN (SELECT * FROM "
+            "pgcatalog_hot WHERE cid = {}) h ON h.rid = e.rid WHERE "
+            "nullif(pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT "
+            "FROM h.keys", self.store.cid, self.store.cid))
+
+    def assert_same_answers(self, queries=QUERIES):
+        for query in queries:
+            if "b_size" not in query:
+                # (a batch's total is counted only when the page is full)
+                self.assertTrue(self.reads_hot(query), query)
+            self.assertEqual(self.answer(query), self.cold_answer(query),
+                             query)
+        self.assertEqual(self.mismatches(), [])
+
+    # -- tests ------------------------------------------------------------
+    def test_installed_catalog_keeps_the_default_hot_indexes(self):
+        cid = self.store.cid
+        for name in HOT_NAMES:
+            self.assertTrue(hot.ready(self.index(name), cid), name)
+        self.assertFalse(hot.ready(self.index("Subject"), cid))
+        names = self.store.rows(q(
+            "SELECT name, multi FROM pgcatalog_hot_names WHERE cid = {} "
+            "ORDER BY name", cid))
+        self.assertEqual(names, [("allowedRolesAndUsers", True),
+                                 ("portal_type", False),
+                                 ("review_state", False)])
+        self.assertEqual(self.mismatches(), [])
+
+    def test_answers_equal_the_entries_answers(self):
+        self.assert_same_answers()
+        self.assertEqual(self.answer({"portal_type": "Document",
+                                      "review_state": "published"})[1], 2)
+
+    def test_a_batch_counts_from_the_hot_rows(self):
+        query = {"review_state": "private", "b_size": 1}
+        found, sent = statements(self.catalog, lambda: (
+            self.catalog.unrestrictedSearchResults(dict(query))
+            .actual_result_count))
+        self.assertEqual(found, 4)
+        self.assertIn("pgcatalog_hot", sent[-1])
+
+    def test_other_queries_read_the_entries(self):
+        for query in COLD:
+            self.assertFalse(self.reads_hot(query), query)
+            self.assertEqual(self.answer(query), self.cold_answer(query),
+                             query)
+
+    def test_writes_keep_the_hot_rows(self):
+        portal, wf = self.portal, self.portal.portal_workflow
+        docs = portal.hot
+        # a state change, a new entry, a removal, a rename
+        wf.doActionFor(docs.d0, "publish")
+        docs.invokeFactory("Document", "new")
+        docs.manage_delObjects(["d5"])
+        transaction.savepoint()
+        docs.manage_renameObject("d4", "renamed")
+        self.assert_same_answers()
+        transaction.commit()
+        self.assert_same_answers()
+        # local roles: allowedRolesAndUsers changes
+        docs.d2.manage_setLocalRoles("someone", ["Reader"])
+        docs.d2.reindexObjectSecurity()
+        self.assert_same_answers(QUERIES + (
+            {"allowedRolesAndUsers": "user:someone"},))
+        self.assertEqual(self.answer(
+            {"allowedRolesAndUsers": "user:someone"})[1], 1)
+        transaction.commit()
+
+    def test_savepoint_rollback_and_abort(self):
+        wf = self.portal.portal_workflow
+        before = self.answer({"review_state": "published"})
+        sp = transaction.savepoint()
+        wf.doActionFor(self.portal.hot.d2, "publish")
+        processQueue()
+        self.assertEqual(self.answer({"review_state": "published"})[1],
+                         before[1] + 1)
+        sp.rollback()
+        self.assertEqual(self.answer({"review_state": "published"}), before)
+        wf.doActionFor(self.portal.hot.d5, "publish")
+        processQueue()
+        transaction.abort()
+        self.assertEqual(self.answer({"review_state": "published"}), before)
+        self.assertEqual(self.mismatches(), [])
+
+    def test_values_without_keys(self):
+        # a long string and a non-string have no key: queries for them read
+        # the entries, and the entry's other keys stay
+        doc = self.portal.hot.d0
+        doc.review_state_override = LONG
+        self.catalog.addIndex("hot_long", "FieldIndex",
+                              extra=types.SimpleNamespace(
+                                  indexed_attrs="review_state_override"))
+        transaction.commit()
+        try:
+            self.assertFalse(hot.ready(self.index("hot_long"),
+                                       self.store.cid))
+            self.assertEqual(self.mismatches(), [])
+        finally:
+            self.catalog.delIndex("hot_long")
+            transaction.commit()
+
+    def test_del_and_add_index(self):
+        cid = self.store.cid
+        epoch = self.catalog._pgc_changes.hot_epoch
+        self.catalog.delIndex("review_state")
+        # registering makes the transaction conflict with writers
+        self.assertEqual(self.catalog._pgc_changes.hot_epoch, epoch + 1)
+        self.assertEqual(self.store.rows(q(
+            "SELECT count(*) FROM pgcatalog_hot WHERE cid = {} AND "
+            "EXISTS (SELECT 1 FROM unnest(keys) k WHERE k LIKE "
+            "'review\\_state%%')", cid)), [(0,)])
+        self.assertEqual(self.mismatches(), [])
+        self.catalog.addIndex("review_state", "FieldIndex")
+        self.catalog.reindexIndex("review_state", None)
+        self.assertTrue(hot.ready(self.index("review_state"), cid))
+        self.assert_same_answers()
+        transaction.commit()
+        self.assert_same_answers()
+
+    def test_index_of_another_kind_under_a_hot_name(self):
+        # a KeywordIndex named review_state: the keys are its list's
+        self.catalog.delIndex("review_state")
+        self.catalog.addIndex("review_state", "KeywordIndex")
+        self.catalog.reindexIndex("review_state", None)
+        self.assertEqual(self.store.rows(q(
+            "SELECT multi FROM pgcatalog_hot_names WHERE cid = {} AND "
+            "name = 'review_state'", self.store.cid)), [(True,)])
+        self.assert_same_answers()
+        transaction.abort()
+
+    def test_setting_names_the_hot_indexes(self):
+        os.environ["PGCATALOG_HOT_INDEXES"] = "portal_type, Subject"
+        try:
+            self.assertEqual(hot.names(), {"portal_type", "Subject"})
+            self.catalog.pgc_sync_indexes()
+            cid = self.store.cid
+            self.assertTrue(hot.ready(self.index("Subject"), cid))
+            self.assertFalse(hot.ready(self.index("review_state"), cid))
+            self.assertTrue(self.reads_hot({"Subject": "x"}))
+            self.assertFalse(self.reads_hot({"review_state": "private"}))
+            self.assert_same_answers([{"portal_type": "Document"},
+                                      {"Subject": "nothing"}])
+        finally:
+            del os.environ["PGCATALOG_HOT_INDEXES"]
+            transaction.abort()
+        os.environ["PGCATALOG_HOT_INDEXES"] = ""
+        try:
+            self.assertEqual(hot.names(), frozenset())
+        finally:
+            del os.environ["PGCATALOG_HOT_INDEXES"]
+
+    def test_long_keyword_lists(self):
+        # an entry holding a long list's digest: its keys are the list's
+        saved = lists.LONG_LIST
+        lists.LONG_LIST = 10
+        try:
+            doc = self.portal.hot.d2
+            doc.manage_setLocalRoles("user-with-a-long-name", ["Reader"])
+            doc.reindexObjectSecurity()
+            processQueue()
+            kind = self.store.rows(q(
+                "SELECT jsonb_typeof(idx -> 'allowedRolesAndUsers') FROM "
+                "pgcatalog_entries WHERE rid = {}",
+                self.catalog.getrid("/plone/hot/d2")))
+            self.assertEqual(kind, [("string",)])
+            self.assert_same_answers(QUERIES + (
+                {"allowedRolesAndUsers": "user:user-with-a-long-name"},))
+            self.assertEqual(self.answer(
+                {"allowedRolesAndUsers": "user:user-with-a-long-name"})[1],
+                1)
+        finally:
+            lists.LONG_LIST = saved
+            transaction.abort()
+
+    def test_upgrade_step_gives_an_older_catalog_its_hot_keys(self):
+        # a catalog made before schema version 7: no hot names, no rows,
+        # its index objects unmarked; answered from the entries meanwhile
+        from plone.pgcatalog import setuphandlers
+        cid = self.store.cid
+        self.store.session.execute_write(cid, q(
+            "DELETE FROM pgcatalog_hot_names WHERE cid = {}", cid))
+        self.store.session.execute_write(cid, q(
+            "DELETE FROM pgcatalog_hot WHERE cid = {}", cid))
+        for name in HOT_NAMES:
+            del self.index(name)._pgc_hot_cids
+        self.assertFalse(self.reads_hot({"portal_type": "Document"}))
+        self.assertEqual(self.answer({"portal_type": "Document"})[1], 6)
+        setuphandlers.sync_indexes(self.portal.portal_setup)
+        for name in HOT_NAMES:
+            self.assertTrue(hot.ready(self.index(name), cid), name)
+        self.assert_same_answers()
+        self.assertEqual(self.answer({"portal_type": "Document"})[1], 6)
+
+
+class TestHotRegistrationConflicts(unittest.TestCase):
+    """A transaction registering hot keys and a concurrent catalog writer
+    never both commit (whichever is second is retried)."""
+
+    @staticmethod
+    def changes(names=()):
+        found = Changes()
+        found.rows = True
+        found.names = set(names)
+        return found
+
+    def states(self):
+        counters = ChangeCounters("t")
+        counters.bump(self.changes())
+        old = counters.__getstate__()
+        writer = ChangeCounters("t")
+        writer.__setstate__(dict(old))
+        writer.bump(self.changes({"portal_type"}))
+        registering = ChangeCounters("t")
+        registering.__setstate__(dict(old))
+        registering.bump_hot()
+        return counters, old, writer.__getstate__(), \
+            registering.__getstate__()
+
+    def test_either_order_conflicts(self):
+        counters, old, writer, registering = self.states()
+        with self.assertRaises(ConflictError):
+            counters._p_resolveConflict(old, writer, registering)
+        with self.assertRaises(ConflictError):
+            counters._p_resolveConflict(old, registering, writer)
+
+    def test_writers_alone_still_merge(self):
+        counters, old, writer, _registering = self.states()
+        merged = counters._p_resolveConflict(old, writer, writer)
+        self.assertEqual(merged["rows"], old["rows"] + 2)
+

@@ -196,3 +196,22 @@ def refill(session, cid):
         "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
         "SET keys = EXCLUDED.keys WHERE h.keys IS DISTINCT FROM "
         "EXCLUDED.keys", ENTRIES, cid, ident(schema.HOT), ident(schema.HOT)))
+
+
+def refresh(session, cid, rids):
+    """Compute the hot rows of catalog ``cid``'s entries ``rids`` again,
+    and drop hot rows of ``rids`` without an entry (verify's repair)."""
+    rids = list(rids)
+    session.execute_write(cid, q(
+        "DELETE FROM {} h WHERE h.cid = {} AND h.rid = ANY({}::bigint[]) AND "
+        "NOT EXISTS (SELECT 1 FROM {} e WHERE e.rid = h.rid)",
+        ident(schema.HOT), cid, rids, ENTRIES))
+    session.execute_write(cid, q(
+        "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
+        "AS keys FROM {} e WHERE e.cid = {} AND e.rid = ANY({}::bigint[])), "
+        "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
+        "cardinality(k.keys) = 0) "
+        "INSERT INTO {} AS h (rid, cid, keys) SELECT k.rid, k.cid, k.keys "
+        "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
+        "SET keys = EXCLUDED.keys", ENTRIES, cid, rids, ident(schema.HOT),
+        ident(schema.HOT)))

@@ -9,7 +9,10 @@ and objects at a time, the ZODB cache trimmed after each batch):
    Otherwise its index values and metadata are computed now, as
    ``catalog_object`` would (``extract.py``), and compared with the stored
    ones in their stored (encoded) form: ``stale_value`` names the indexes
-   that differ, ``stale_metadata`` the columns.
+   that differ, ``stale_metadata`` the columns.  An entry whose hot row
+   (``hot.py``: kept by a trigger, so only a manual change of the tables
+   makes one differ) is not what its stored values make is
+   ``stale_hot``; its repair computes the hot row again.
 2. The site, walked as ``clearFindAndRebuild`` walks it
    (``verifywalk.contentish``): an object it would index that has no entry
    is ``missing``.
@@ -53,6 +56,7 @@ from zope.component import queryMultiAdapter
 
 from plone.pgcatalog import codec
 from plone.pgcatalog import extract
+from plone.pgcatalog import hot
 from plone.pgcatalog import lists
 from plone.pgcatalog import logger
 from plone.pgcatalog import verifystore
@@ -83,6 +87,10 @@ VOLATILE_PREFIXES = ("plone.dexterity.schema.generated.",)
 
 REINDEX = "reindex"
 UNCATALOG = "uncatalog"
+#: the entry is right, its hot row (hot.py) is not: computed again
+HOT = "hot"
+#: hot rows without an entry looked for (and dropped by a repair) per run
+HOT_ORPHANS_MAX = 10000
 _ABSENT = object()
 
 
@@ -202,6 +210,7 @@ class Verifier:
     def run(self):
         processQueue()  # CMFCore's queued (re)indexing goes first
         self.check_entries()
+        self.check_hot_orphans()
         self.find_missing()
         return self.report.finish()
 
@@ -242,6 +251,9 @@ class Verifier:
             try:
                 if action == UNCATALOG:
                     self.catalog.uncatalog_object(path)
+                elif action == HOT:
+                    store = self.catalog._pgc_store()
+                    hot.refresh(store.session, store.cid, [obj])
                 else:
                     # buffered only once every value is computed: a failing
                     # indexer leaves the entry as it was
@@ -283,6 +295,22 @@ class Verifier:
             self._check_batch(store, entries, self._noter(todo, True))
             self._end_batch("entries", todo)
 
+    def check_hot_orphans(self):
+        """Hot rows without an entry (``stale_hot``, named ``rid:N``):
+        dropped by a repair."""
+        store = self.catalog._pgc_store()
+        rids = verifystore.hot_orphans(store, HOT_ORPHANS_MAX)
+        for rid in rids:
+            self.report.add("stale_hot", "rid:%d" % rid,
+                            "hot row without an entry")
+        if rids and self.report.repair:
+            hot.refresh(store.session, store.cid, rids)
+            self.report.repaired += len(rids)
+            if self.on_batch is not None:
+                self.on_batch()
+        elif rids:
+            self.report.unrepaired += len(rids)
+
     def _noter(self, todo, count):
         """``note(kind, path, detail, action, obj=None)``: a difference goes
         to ``todo`` (path -> (action, object)), and to the report when
@@ -292,7 +320,8 @@ class Verifier:
                 self.report.add(kind, path, detail)
                 if self.on_difference is not None:
                     self.on_difference(kind, path, detail)
-            if path not in todo or action == UNCATALOG:
+            if path not in todo or action == UNCATALOG or \
+                    todo[path][0] == HOT:
                 todo[path] = (action, obj)
         return note
 
@@ -303,7 +332,11 @@ class Verifier:
             self._check_entry(entry, note, texts, found)
         for rid, name in verifystore.text_mismatches(store, texts):
             found[rid][1].append(name)
+        stale_hot = verifystore.hot_mismatches(
+            store, [entry.rid for entry in entries])
         for entry in entries:
+            if entry.rid in stale_hot:
+                note("stale_hot", entry.path, "hot keys", HOT, entry.rid)
             if entry.rid not in found:
                 continue
             obj, values, columns = found[entry.rid]

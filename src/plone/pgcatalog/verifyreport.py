@@ -4,7 +4,7 @@ import time
 
 
 KINDS = ("orphan", "missing", "stale_entry", "stale_value",
-         "stale_metadata")
+         "stale_metadata", "stale_hot")
 DEFAULT_SAMPLE = 20
 
 

@@ -93,3 +93,24 @@ def long_lists(store, digests):
     return {r[0]: r[1] for r in store.rows(q(
         "SELECT l.digest, l.value FROM {} l WHERE l.digest = ANY({})",
         ident(schema.LISTS), sorted(digests)))}
+
+
+def hot_mismatches(store, rids):
+    """The ``rids`` (entries of the catalog) whose hot row is not what
+    their values make (:mod:`plone.pgcatalog.hot`; one statement)."""
+    rids = list(rids)
+    if not rids:
+        return set()
+    return {r[0] for r in store.rows(q(
+        "SELECT e.rid FROM {} LEFT JOIN {} h ON h.rid = e.rid WHERE "
+        "e.cid = {} AND e.rid = ANY({}::bigint[]) AND nullif("
+        "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys",
+        ENTRIES, ident(schema.HOT), store.cid, rids))}
+
+
+def hot_orphans(store, limit):
+    """Up to ``limit`` rids of the catalog's hot rows without an entry."""
+    return [r[0] for r in store.rows(q(
+        "SELECT h.rid FROM {} h WHERE h.cid = {} AND NOT EXISTS (SELECT 1 "
+        "FROM {} WHERE e.rid = h.rid) ORDER BY h.rid LIMIT {}",
+        ident(schema.HOT), store.cid, ENTRIES, literal(int(limit))))]

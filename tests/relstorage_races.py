@@ -11,6 +11,8 @@ Cases (deterministic: two requests in two threads, interleaved by events):
   request deletes, or moves, a grandchild and commits first;
 * reindex vs uncatalog, rename vs reindex, edit vs edit of one document;
 * two requests writing different documents: both commit, no retry;
+* registering the hot keys (hot.py) beside a writer creating a document,
+  in both orders: the second retries, the hot rows hold the document;
 * a request that began before another one committed sees the catalog of
   its own ZODB snapshot (the storage's snapshot, imported);
 * faults at each commit phase: a storage failing in tpc_vote and in
@@ -92,6 +94,21 @@ def agree(db, case):
         for brain in r.site.portal_catalog.unrestrictedSearchResults(
                 path="/" + SITE):
             brain._unrestrictedGetObject()     # every entry resolves
+        # the hot rows (every-match answers on hot indexes alone) agree
+        search = r.site.portal_catalog.unrestrictedSearchResults
+        hot = {b.getPath() for b in search(
+            portal_type=["Document", "Folder"], review_state="published",
+            allowedRolesAndUsers=["Anonymous"])}
+        if hot != published:
+            raise AssertionError("%s: the hot rows find %r, published %r" % (
+                case, sorted(hot ^ published)[:10], None))
+        docs = {b.getPath() for b in search(portal_type="Document")}
+        # a path condition: answered from the entries
+        entries = {b.getPath() for b in search(portal_type="Document",
+                                               path="/")}
+        if docs != entries:
+            raise AssertionError("%s: the hot rows find documents %r" % (
+                case, sorted(docs ^ entries)[:10]))
 
 
 class Editor(threading.Thread):
@@ -253,6 +270,56 @@ def races(db, checks, figures):
         r.site.f5.doc.reindexObject()
 
     run_pair(edit_a, edit_b, "edit vs edit", db, checks, figures)
+
+
+def hot_registration(db, checks, figures):
+    """A transaction registering the hot keys (an upgrade's
+    ``pgc_sync_indexes`` on a catalog without them) fills the hot rows from
+    its snapshot while a writer creates and publishes a document: they must
+    not both commit (the change counters' hot_epoch), in either order."""
+    from plone.pgcatalog import hot
+    from plone.pgcatalog.fragment import ident
+    from plone.pgcatalog.fragment import q
+    from plone.pgcatalog.testing.zopeapp import Request
+
+    def forget(r):
+        tool = r.site.portal_catalog
+        store = tool._pgc_store()
+        for table in ("pgcatalog_hot_names", "pgcatalog_hot"):
+            store.write(q("DELETE FROM {} WHERE cid = {}", ident(table),
+                          store.cid))
+        for name in hot.DEFAULT_NAMES:
+            index = tool._catalog.getIndex(name)
+            if "_pgc_hot_cids" in index.__dict__:
+                del index._pgc_hot_cids
+
+    for order, label in ((0, "registration waits, writer first"),
+                         (1, "writer waits, registration first")):
+        with Request(db, SITE, ADMIN, commit=True) as r:
+            forget(r)
+        name = "hotnew%d" % order
+
+        def register(r, attempt=None, ready=None, go=None):
+            if ready is not None:
+                wait_first(r, attempt, ready, go)
+            r.site.portal_catalog.pgc_sync_indexes()
+
+        def create(r, attempt=None, ready=None, go=None):
+            if ready is not None:
+                wait_first(r, attempt, ready, go)
+            r.site.invokeFactory("Document", name, title=name)
+            r.site.portal_workflow.doActionFor(r.site[name], "publish")
+
+        first, second = (register, create) if order == 0 else \
+            (create, register)
+        run_pair(first, second, "hot keys: " + label, db, checks, figures)
+        with Request(db, SITE, ADMIN) as r:
+            found = [b.getPath() for b in
+                     r.site.portal_catalog.unrestrictedSearchResults(
+                         portal_type="Document", review_state="published")
+                     if b.getPath().endswith("/" + name)]
+            if found != ["/%s/%s" % (SITE, name)]:
+                raise AssertionError("hot keys: %s: %r" % (label, found))
 
 
 def no_conflict_on_different_entries(db, checks):
@@ -711,6 +778,7 @@ def run():
     make_site(db)
     checks, figures = [], {}
     races(db, checks, figures)
+    hot_registration(db, checks, figures)
     no_conflict_on_different_entries(db, checks)
     snapshot(db, checks)
     cache_exactness(db, checks, figures)

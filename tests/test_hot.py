@@ -20,6 +20,7 @@ from Products.CMFCore.indexing import processQueue
 
 from ZODB.POSException import ConflictError
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import hot
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
@@ -327,6 +328,11 @@ class TestHotKeys(unittest.TestCase):
             self.assertTrue(hot.ready(self.index(name), cid), name)
         self.assert_same_answers()
         self.assertEqual(self.answer({"portal_type": "Document"})[1], 6)
+        transaction.commit()
+        # the writes were counted: the result cache's generation still
+        # matches the catalog's change stamp (cache.py)
+        self.assertTrue(self.store.snapshot_complete(
+            result_cache.generation(self.catalog)))
 
 
 class TestHotRegistrationConflicts(unittest.TestCase):

@@ -163,12 +163,19 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
             counters.bump(changes)
 
     def _pgc_hot_guard(self):
-        """When this transaction registered or unregistered hot keys of
-        this catalog (hot.py): bump the change counters' ``hot_epoch``, so
+        """After index definitions were written (ddl.py): have the writes
+        counted, and when this transaction registered or unregistered hot
+        keys (hot.py), bump the change counters' ``hot_epoch``, so
         that it and any concurrent catalog writer do not both commit
         (ChangeCounters._p_resolveConflict; a new counters object changes
         the tool, which writers read as current)."""
         session = self._pgc_session()
+        store = self._pgc_store()
+        if store.cid in session.dirty:
+            # index definitions written through the session (ddl.py,
+            # hot.py): counted before the commit like any catalog write,
+            # or the generation would lag the change stamp (cache.py)
+            store._writing()
         if not session.hot_changed:
             return
         base = aq_base(self)

@@ -187,15 +187,22 @@ def _mark(index, cid, on):
 def refill(session, cid):
     """Compute the hot rows of catalog ``cid``'s entries again (after its
     hot names changed)."""
+    _recompute(session, cid, q(""))
+
+
+def _recompute(session, cid, only):
+    """Write the hot rows of catalog ``cid``'s entries (``only``: a
+    condition on the entry ``e``, or empty) as their values make them."""
     session.execute_write(cid, q(
         "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
-        "AS keys FROM {} e WHERE e.cid = {}), "
+        "AS keys FROM {} e WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
         "INSERT INTO {} AS h (rid, cid, keys) SELECT k.rid, k.cid, k.keys "
         "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
         "SET keys = EXCLUDED.keys WHERE h.keys IS DISTINCT FROM "
-        "EXCLUDED.keys", ENTRIES, cid, ident(schema.HOT), ident(schema.HOT)))
+        "EXCLUDED.keys", ENTRIES, cid, only, ident(schema.HOT),
+        ident(schema.HOT)))
 
 
 def refresh(session, cid, rids):
@@ -206,12 +213,4 @@ def refresh(session, cid, rids):
         "DELETE FROM {} h WHERE h.cid = {} AND h.rid = ANY({}::bigint[]) AND "
         "NOT EXISTS (SELECT 1 FROM {} e WHERE e.rid = h.rid)",
         ident(schema.HOT), cid, rids, ENTRIES))
-    session.execute_write(cid, q(
-        "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
-        "AS keys FROM {} e WHERE e.cid = {} AND e.rid = ANY({}::bigint[])), "
-        "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
-        "cardinality(k.keys) = 0) "
-        "INSERT INTO {} AS h (rid, cid, keys) SELECT k.rid, k.cid, k.keys "
-        "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
-        "SET keys = EXCLUDED.keys", ENTRIES, cid, rids, ident(schema.HOT),
-        ident(schema.HOT)))
+    _recompute(session, cid, q(" AND e.rid = ANY({}::bigint[])", rids))

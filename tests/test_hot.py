@@ -31,7 +31,8 @@ from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from statements import statements
 
 
-HOT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers")
+HOT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers",
+             "Subject")
 LONG = "x" * (hot.MAX_CHARS + 1)
 
 QUERIES = (
@@ -48,6 +49,9 @@ QUERIES = (
     {"allowedRolesAndUsers": {"query": ["Owner", "Anonymous"],
                               "operator": "or"}},
     {"review_state": ["private", "published"]},
+    {"Subject": "tag"},
+    {"Subject": {"query": ["tag", "other"], "operator": "and"}},
+    {"portal_type": "Document", "Subject": ["other", "nothing"]},
     {"review_state": "private", "b_size": 2},
     {"portal_type": "Document", "review_state": "private", "b_size": 3,
      "b_start": 1},
@@ -75,7 +79,9 @@ class TestHotKeys(unittest.TestCase):
         self.catalog = portal.portal_catalog
         portal.invokeFactory("Folder", "hot")
         for n in range(6):
-            portal.hot.invokeFactory("Document", "d%d" % n, title="D%d" % n)
+            portal.hot.invokeFactory(
+                "Document", "d%d" % n, title="D%d" % n,
+                subject=("tag", "other") if n % 2 else ("tag",))
         wf = portal.portal_workflow
         wf.setChainForPortalTypes(["Document"],
                                   "simple_publication_workflow")
@@ -155,11 +161,12 @@ class TestHotKeys(unittest.TestCase):
         cid = self.store.cid
         for name in HOT_NAMES:
             self.assertTrue(hot.ready(self.index(name), cid), name)
-        self.assertFalse(hot.ready(self.index("Subject"), cid))
+        self.assertFalse(hot.ready(self.index("Description"), cid))
         names = self.store.rows(q(
             "SELECT name, multi FROM pgcatalog_hot_names WHERE cid = {} "
             "ORDER BY name", cid))
-        self.assertEqual(names, [("allowedRolesAndUsers", True),
+        self.assertEqual(names, [("Subject", True),
+                                 ("allowedRolesAndUsers", True),
                                  ("portal_type", False),
                                  ("review_state", False)])
         self.assertEqual(self.mismatches(), [])

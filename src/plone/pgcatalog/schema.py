@@ -39,7 +39,8 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
 ``pgcatalog_hot`` / ``pgcatalog_hot_names``
     the hot keys: one narrow row per entry holding the string values of a
     few hot field and keyword indexes (``portal_type``, ``review_state``,
-    ``allowedRolesAndUsers`` by default) as ``name<US>value`` texts under
+    ``allowedRolesAndUsers``, ``Subject`` by default) as ``name<US>value``
+    texts under
     one GIN index, kept by a trigger on ``pgcatalog_entries``; counts and
     every-match answers on those indexes alone are read there, never from
     the wide row (:mod:`plone.pgcatalog.hot`).

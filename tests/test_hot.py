@@ -378,3 +378,51 @@ class TestHotRegistrationConflicts(unittest.TestCase):
         merged = counters._p_resolveConflict(old, writer, writer)
         self.assertEqual(merged["rows"], old["rows"] + 2)
 
+
+
+class TestTextRows(unittest.TestCase):
+    """A text search with no other condition reads its matches from the
+    text rows alone (plans.TEXT_ROWS): the same answer, in the same
+    relevance order, as with the entries."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self._cache = os.environ.get("PGCATALOG_CACHE")
+        os.environ["PGCATALOG_CACHE"] = "off"
+        self.portal = portal = self.layer["portal"]
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+        login(portal, TEST_USER_NAME)
+        self.catalog = portal.portal_catalog
+        portal.invokeFactory("Folder", "texts", title="apple")
+        words = ["apple banana", "apple apple cherry", "banana cherry",
+                 "apple", "cherry cherry apple banana", "durian"]
+        for n, text in enumerate(words):
+            portal.texts.invokeFactory("Document", "t%d" % n, title=text,
+                                       description=text + " " + text)
+        transaction.commit()
+
+    def tearDown(self):
+        if self._cache is None:
+            os.environ.pop("PGCATALOG_CACHE", None)
+        else:
+            os.environ["PGCATALOG_CACHE"] = self._cache
+
+    def answer(self, query):
+        found = self.catalog.unrestrictedSearchResults(dict(query))
+        return [(b.getPath(), b.data_record_score_) for b in found]
+
+    def test_same_answer_and_order_without_the_entries(self):
+        for text in ("apple", "banana OR cherry", "apple AND NOT durian",
+                     "cher*", "nothing", '"apple banana"'):
+            query = {"SearchableText": text}
+            found, sent = statements(self.catalog,
+                                     lambda: self.answer(query))
+            search = [s for s in sent if "array_agg" in s][0]
+            self.assertIn('FROM "pgcatalog_text" e', search, text)
+            self.assertNotIn("pgcatalog_entries", search, text)
+            # the same search beside a condition every entry meets: read
+            # through the entries
+            self.assertEqual(found, self.answer(dict(query, path="/plone")),
+                             text)
+        self.assertEqual(len(self.answer({"SearchableText": "apple"})), 5)

@@ -77,11 +77,18 @@ def compile_search(catalog, query, store, window=None):
         return plans.Page(and_(where, *presents), join(", ", order), window)
     if qc.ranks:
         if window.b_size is None:
+            if len(conditions) == 2 and len(qc.text_rows) == 1:
+                # the text condition alone (and the catalog's): its matches
+                # are read from the text rows, which carry the catalog id
+                return plans.Relevance(
+                    and_(q("e.cid = {}", store.cid), qc.text_rows[0]),
+                    qc.ranks, source=plans.TEXT_ROWS)
             return plans.Relevance(where, qc.ranks)
         return plans.RelevancePage(where, qc.ranks, window)
     if window.b_size is None:
         if hot_where is not None:
-            return plans.EveryMatch(hot_where, source=hot.HOT)
+            return plans.EveryMatch(hot_where, source=hot.HOT,
+                                    rid=hot.RID)
         return plans.EveryMatch(where)
     return plans.Page(where, plans.RID, window, count=hot_where)
 

@@ -58,6 +58,8 @@ from plone.pgcatalog.fragment import q
 
 
 HOT = q("{} h", ident(schema.HOT))
+#: the rid of the hot row ``h``
+RID = q("h.rid")
 HOT_NAMES = ident(schema.HOT_NAMES)
 ENTRIES = ident(schema.ENTRIES)
 #: between an index's name and a value in a key

@@ -21,6 +21,10 @@ class QueryContext:
         self.text_prefetch = text_prefetch
         #: relevance Fragments over the entry ``e`` (summed for ordering)
         self.ranks = []
+        #: each text condition again, over the text row ``e`` itself
+        #: (``pgcatalog_text``): a text search with no other condition
+        #: reads its matches there, without the entries (compiler.py)
+        self.text_rows = []
 
     def add_rank(self, expr):
         """Add a relevance expression (a Fragment)."""

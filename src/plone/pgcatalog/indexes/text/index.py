@@ -157,6 +157,10 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             # ZCatalog: an empty (or None) index result short-circuits.
             return NO_MATCH
         qc.add_rank(self.pgc_rank_sql(node, qc))
+        text_rows = getattr(qc, "text_rows", None)
+        if text_rows is not None:
+            text_rows.append(q("e.name = {} AND {}", literal(self.getId()),
+                               match_sql(node, q("e.tsv"))))
         # the query's strings are parameters; the index id a literal (the
         # GIN index is partial on it)
         return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "

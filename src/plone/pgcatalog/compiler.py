@@ -78,11 +78,12 @@ def compile_search(catalog, query, store, window=None):
     if qc.ranks:
         if window.b_size is None:
             if len(conditions) == 2 and len(qc.text_rows) == 1:
-                # the text condition alone (and the catalog's): its matches
-                # are read from the text rows, which carry the catalog id
-                return plans.Relevance(
-                    and_(q("e.cid = {}", store.cid), qc.text_rows[0]),
-                    qc.ranks, source=plans.TEXT_ROWS)
+                # the text condition alone (and the catalog's): matched and
+                # scored in one pass over the text rows (they carry the
+                # catalog id), without the entries
+                condition, rank = qc.text_rows[0]
+                return plans.TextRelevance(
+                    and_(q("e.cid = {}", store.cid), condition), rank)
             return plans.Relevance(where, qc.ranks)
         return plans.RelevancePage(where, qc.ranks, window)
     if window.b_size is None:

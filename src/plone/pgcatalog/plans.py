@@ -12,7 +12,9 @@ their rows into a result sequence (``results.py``):
   algorithm mirrored (see its docstring);
 - :class:`RelevancePage` and :class:`Relevance`: text searches without
   ``sort_on``, ordered by Okapi BM25 score (a page scored in SQL; every
-  match scored only when a brain is first read);
+  match scored only when a brain is first read); :class:`TextRelevance`
+  when the text condition is the only one (matched and scored in one pass
+  over the text rows);
 - :class:`PythonSorted`: a sort index Python must order (GopipIndex).
 
 ``run(tool, store)`` executes a plan: ``store`` runs statements in the
@@ -173,8 +175,8 @@ class Relevance(EveryMatch):
 
     descending = True
 
-    def __init__(self, where, ranks, source=ENTRIES):
-        super().__init__(where, source)
+    def __init__(self, where, ranks):
+        super().__init__(where)
         self.rank = _relevance(ranks)
 
     def scoring(self, rids):
@@ -185,6 +187,28 @@ class Relevance(EveryMatch):
     def answer(self, store):
         count, rids = self.matches(store)
         return Answer(rids, count, scoring=self.scoring)
+
+
+class TextRelevance(Plan):
+    """A text search by relevance whose only condition is the text one,
+    without a page: matched and scored in one pass over the text rows
+    (``TEXT_ROWS``; the score reads the row it matched instead of looking
+    it up again), ordered in Python as Relevance orders."""
+
+    def __init__(self, where, rank):
+        self.statement = q(
+            "SELECT count(*), array_agg(s.rid), array_agg(s.score) FROM "
+            "(SELECT e.rid, ({})::float8 AS score FROM {} WHERE {} OFFSET 0) "
+            "s", rank, TEXT_ROWS, where)
+
+    def answer(self, store):
+        count, rids, raw = _fetch(store, self.statement)
+        pairs = list(zip(raw or [], rids or []))
+        pairs.sort(reverse=True)
+        top = pairs[0][0] if pairs else 0
+        scores = {rid: (score, int(100.0 * score / top) if top else 1)
+                  for score, rid in pairs}
+        return Answer([rid for _, rid in pairs], count, scores)
 
 
 class RelevancePage(Plan):

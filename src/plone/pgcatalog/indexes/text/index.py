@@ -159,20 +159,21 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         qc.add_rank(self.pgc_rank_sql(node, qc))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
-            text_rows.append(q("e.name = {} AND {}", literal(self.getId()),
-                               match_sql(node, q("e.tsv"))))
+            text_rows.append((q("e.name = {} AND {}", literal(self.getId()),
+                                match_sql(node, q("e.tsv"))),
+                              self.pgc_rank_sql(node, qc, row=True)))
         # the query's strings are parameters; the index id a literal (the
         # GIN index is partial on it)
         return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
                  "t.name = {} AND {})", TEXT, literal(self.getId()),
                  match_sql(node, T_TSV))
 
-    def pgc_rank_sql(self, node, qc=None):
+    def pgc_rank_sql(self, node, qc=None, row=False):
         """Relevance of the matched entry ``e`` (a Fragment, literals
         only): ZCTextIndex's Okapi BM25 score, or ts_rank (see
-        ``pgc_rank_mode``)."""
+        ``pgc_rank_mode``); ``row``: ``e`` is the entry's text row."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
-        return rank_sql(self.getId(), node, qc, mode)
+        return rank_sql(self.getId(), node, qc, mode, row)
 
     def pgc_df_sql(self, cid, tsquery):
         """The statement (a Fragment) counting the documents of catalog

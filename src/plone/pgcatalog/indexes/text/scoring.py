@@ -119,13 +119,17 @@ def stats_sql(index_id, qc):
     return n_sql, mean_sql, scope
 
 
-def rank_sql(index_id, node, qc=None, mode="okapi"):
+def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
     """Relevance of the matched entry ``e`` for the match tree ``node`` of
     text index ``index_id``: ZCTextIndex's Okapi BM25 score, or
     PostgreSQL's ts_rank (``mode="ts_rank"``).  A Fragment with literals
-    only (see the module docstring)."""
+    only (see the module docstring).  ``row``: ``e`` is the entry's text
+    row of this index itself (``pgcatalog_text``), read where it is."""
     name = literal(index_id)
     if mode == "ts_rank":
+        if row:
+            return q("ts_rank(e.tsv, {}::tsquery)",
+                     literal(tsquery_text(positive(node))))
         return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
                  "t.rid = e.rid AND t.name = {})",
                  literal(tsquery_text(positive(node))), TEXT, name)
@@ -140,7 +144,7 @@ def rank_sql(index_id, node, qc=None, mode="okapi"):
     n_sql, mean_sql, scope = stats_sql(index_id, qc)
     text_df = getattr(qc, "text_df", None)
     df = None if text_df is None else functools.partial(text_df, index_id)
-    return _Scorer(name, n_sql, mean_sql, scope, df).build(node)
+    return _Scorer(name, n_sql, mean_sql, scope, df).build(node, row)
 
 
 def df_sql(index_id, cid, tsquery):
@@ -272,8 +276,15 @@ class _Scorer:
                      match_sql(node, T_TSV, literal), join(" + ", terms))
         return q("({})", join(" + ", terms))
 
-    def build(self, node):
+    def build(self, node, row=False):
         score = self.score(node)
+        # the text row ``t``: looked up for the entry ``e``, or ``e``'s
+        # own columns when ``e`` is the text row (``row``)
+        if row:
+            source, where = q("(SELECT e.tsv, e.dl, e.tf) t"), q("")
+        else:
+            source, where = q("{} t", TEXT), q(
+                " WHERE t.rid = e.rid AND t.name = {}", self.name)
         if not self.globs:
             # term frequencies and length stored beside the tsvector: a
             # word's count when above 1, else 1 if the row holds the word
@@ -284,9 +295,8 @@ class _Scorer:
                   "ELSE 0 END) END)::float8 AS {}", literal(lex),
                   literal(quote_lexeme(lex)), ident(_column("f", col)))
                 for lex, col in self.words.items()]
-            return q("(SELECT {} FROM {} t CROSS JOIN LATERAL (SELECT {}) s "
-                     "WHERE t.rid = e.rid AND t.name = {})",
-                     score, TEXT, join(", ", cols), self.name)
+            return q("(SELECT {} FROM {} CROSS JOIN LATERAL (SELECT {}) s"
+                     "{})", score, source, join(", ", cols), where)
         wanted = join(" || ", [q("ARRAY[{}]::text[]", join(", ", [
             literal(lex) for lex in [DL_MARK] + list(self.words)]))] + [
             glob_slice(glob, q("ta.a")) for glob in self.globs])
@@ -304,8 +314,8 @@ class _Scorer:
             cols.append(q("array_agg(cardinality(u.positions)::float8) "
                           "FILTER (WHERE {}) AS {}",
                           cond, ident(_column("gc", col))))
-        return q("(SELECT {} FROM {} t CROSS JOIN LATERAL (SELECT "
+        return q("(SELECT {} FROM {} CROSS JOIN LATERAL (SELECT "
                  "tsvector_to_array(t.tsv) AS a) ta CROSS JOIN LATERAL "
                  "(SELECT {} FROM unnest(ts_filter(setweight(t.tsv, 'A', {}), "
-                 "'{{a}}')) u) s WHERE t.rid = e.rid AND t.name = {})",
-                 score, TEXT, join(", ", cols), wanted, self.name)
+                 "'{{a}}')) u) s{})",
+                 score, source, join(", ", cols), wanted, where)

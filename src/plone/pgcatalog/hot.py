@@ -141,12 +141,11 @@ def sync(session, cid, index):
 
 
 def register(session, cid, index):
-    name, multi = index.getId(), bool(index.pgc_multi)
-    row = session.execute(q(
-        "SELECT multi FROM {} WHERE cid = {} AND name = {}", HOT_NAMES, cid,
-        name)).fetchone()
-    if row is not None and row[0] == multi and ready(index, cid):
+    if ready(index, cid):
+        # registered, in the transaction that marked this index object
+        # (another kind under the name is another object)
         return
+    name, multi = index.getId(), bool(index.pgc_multi)
     session.execute_write(cid, q(
         "INSERT INTO {} (cid, name, multi) VALUES ({}, {}, {}) ON CONFLICT "
         "(cid, name) DO UPDATE SET multi = EXCLUDED.multi", HOT_NAMES, cid,

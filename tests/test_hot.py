@@ -67,16 +67,33 @@ COLD = (
 )
 
 
-class TestHotKeys(unittest.TestCase):
+class ManagerWithoutCache(unittest.TestCase):
+    """A Manager on the functional layer's site, the result cache off
+    (each answer read from PostgreSQL)."""
+
     layer = PGCATALOG_FUNCTIONAL_TESTING
 
     def setUp(self):
         self._cache = os.environ.get("PGCATALOG_CACHE")
         os.environ["PGCATALOG_CACHE"] = "off"
-        self.portal = portal = self.layer["portal"]
-        setRoles(portal, TEST_USER_ID, ["Manager"])
-        login(portal, TEST_USER_NAME)
-        self.catalog = portal.portal_catalog
+        self.addCleanup(self._restore_cache)
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        login(self.portal, TEST_USER_NAME)
+        self.catalog = self.portal.portal_catalog
+
+    def _restore_cache(self):
+        if self._cache is None:
+            os.environ.pop("PGCATALOG_CACHE", None)
+        else:
+            os.environ["PGCATALOG_CACHE"] = self._cache
+
+
+class TestHotKeys(ManagerWithoutCache):
+
+    def setUp(self):
+        super().setUp()
+        portal = self.portal
         portal.invokeFactory("Folder", "hot")
         for n in range(6):
             portal.hot.invokeFactory(
@@ -96,10 +113,6 @@ class TestHotKeys(unittest.TestCase):
         transaction.abort()
         self.portal.manage_delObjects(["hot"])
         transaction.commit()
-        if self._cache is None:
-            os.environ.pop("PGCATALOG_CACHE", None)
-        else:
-            os.environ["PGCATALOG_CACHE"] = self._cache
 
     # -- helpers ----------------------------------------------------------
     @property
@@ -380,20 +393,14 @@ class TestHotRegistrationConflicts(unittest.TestCase):
 
 
 
-class TestTextRows(unittest.TestCase):
-    """A text search with no other condition reads its matches from the
-    text rows alone (plans.TEXT_ROWS): the same answer, in the same
-    relevance order, as with the entries."""
-
-    layer = PGCATALOG_FUNCTIONAL_TESTING
+class TestTextRows(ManagerWithoutCache):
+    """A text search with no other condition is matched and scored from
+    the text rows alone (plans.TextRelevance): the same answer, scores and
+    relevance order as through the entries."""
 
     def setUp(self):
-        self._cache = os.environ.get("PGCATALOG_CACHE")
-        os.environ["PGCATALOG_CACHE"] = "off"
-        self.portal = portal = self.layer["portal"]
-        setRoles(portal, TEST_USER_ID, ["Manager"])
-        login(portal, TEST_USER_NAME)
-        self.catalog = portal.portal_catalog
+        super().setUp()
+        portal = self.portal
         portal.invokeFactory("Folder", "texts", title="apple")
         words = ["apple banana", "apple apple cherry", "banana cherry",
                  "apple", "cherry cherry apple banana", "durian"]
@@ -401,12 +408,6 @@ class TestTextRows(unittest.TestCase):
             portal.texts.invokeFactory("Document", "t%d" % n, title=text,
                                        description=text + " " + text)
         transaction.commit()
-
-    def tearDown(self):
-        if self._cache is None:
-            os.environ.pop("PGCATALOG_CACHE", None)
-        else:
-            os.environ["PGCATALOG_CACHE"] = self._cache
 
     def answer(self, query):
         found = self.catalog.unrestrictedSearchResults(dict(query))

@@ -1,18 +1,19 @@
 """The hot keys: counts and every-match answers without the wide row.
 
 Most unbatched searches a Plone site makes filter on a few indexes only:
-``portal_type``, ``review_state``, ``allowedRolesAndUsers``, ``Subject``.  Answered from
-``pgcatalog_entries``, each match costs a visit of its wide row (about a
-kilobyte: one heap page per eight entries), found through one B-tree per
-index: 52,000 matches of 100,000 entries visited 11,900 pages, and a third
-condition was evaluated on every row the first two left (P8: 42 ms).
+``portal_type``, ``review_state``, ``allowedRolesAndUsers``, ``Subject``.
+Answered from ``pgcatalog_entries``, each match costs a visit of its wide
+row (about a kilobyte: one heap page per eight entries), found through one
+B-tree per index: 52,000 matches of 100,000 entries visited 11,900 pages,
+and a third condition was evaluated on every row the first two left (P8:
+42 ms).
 
 ``pgcatalog_hot`` holds one narrow row per entry: ``(rid, cid, keys)``,
 ``keys`` the string values of the catalog's hot indexes as
 ``name<US>value`` texts (US: the unit separator, ``chr(31)``), under one
 GIN index.  A conjunction of hot conditions is one GIN scan (the index
 intersects its posting lists itself) and a visit of the narrow rows (about
-eighty to a page).
+thirty to a page).
 
 What is in it:
 

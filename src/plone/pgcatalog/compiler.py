@@ -83,7 +83,7 @@ def compile_search(catalog, query, store, window=None):
                 # catalog id), without the entries
                 condition, rank = qc.text_rows[0]
                 return plans.TextRelevance(
-                    and_(q("e.cid = {}", store.cid), condition), rank)
+                    and_(q("e.cid = {}", store.cid), condition), rank())
             return plans.Relevance(where, qc.ranks)
         return plans.RelevancePage(where, qc.ranks, window)
     if window.b_size is None:

@@ -99,17 +99,24 @@ def key(name, value):
     return name + SEP + value
 
 
-def keys_for(index, values):
-    """The keys of ``values`` (stored forms), or None when one of them has
-    none (not a string, or too long)."""
-    if not values:
+def query_keys(index, iq, qc, stored):
+    """The keys of a query's values (``stored(value)``: a value's stored
+    form), or None when the hot rows cannot answer the query: the index
+    has no keys in catalog ``qc.cid``, the query has a range or ``not``
+    (they read the wide row), or a value has no key (not a string, or
+    too long)."""
+    if iq is None or not ready(index, qc.cid) or \
+            iq.get("not", None) or iq.get("range", None):
         return None
     found = []
-    for value in values:
+    for value in iq.keys:
+        if value is None:
+            continue
+        value = stored(value)
         if not isinstance(value, str) or len(value) > MAX_CHARS:
             return None
         found.append(key(index.getId(), value))
-    return found
+    return found or None
 
 
 def any_of(found):

@@ -33,6 +33,7 @@ from plone.pgcatalog.fragment import q
 from plone.pgcatalog.hot import HOT
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.results import Answer
+from plone.pgcatalog.results import by_relevance
 from plone.pgcatalog.results import results_for
 from plone.pgcatalog.store import ENTRIES
 from plone.pgcatalog.store import META
@@ -203,12 +204,8 @@ class TextRelevance(Plan):
 
     def answer(self, store):
         count, rids, raw = _fetch(store, self.statement)
-        pairs = list(zip(raw or [], rids or []))
-        pairs.sort(reverse=True)
-        top = pairs[0][0] if pairs else 0
-        scores = {rid: (score, int(100.0 * score / top) if top else 1)
-                  for score, rid in pairs}
-        return Answer([rid for _, rid in pairs], count, scores)
+        ordered, scores = by_relevance(rids, raw)
+        return Answer(ordered, count, scores)
 
 
 class RelevancePage(Plan):

@@ -142,15 +142,21 @@ class Answer:
             return self.rids, self.scores
         row = store.execute(self.scoring(list(self.rids)), prepare=False,
                             binary=True).fetchone()
-        pairs = list(zip(row[1] or [], row[0] or []))
-        pairs.sort(reverse=True)
-        top = pairs[0][0] if pairs else 0
-        scores = {rid: (score, int(100.0 * score / top) if top else 1)
-                  for score, rid in pairs}
-        ordered = [rid for _, rid in pairs]
+        ordered, scores = by_relevance(row[0], row[1])
         if self.learns(store):
             self.rids, self.scores = ordered, scores
         return ordered, scores
+
+
+def by_relevance(rids, raw):
+    """``(ordered rids, scores)`` of ``rids`` scored ``raw`` (parallel
+    lists): relevance descending, equal scores newest rid first (as
+    ZCatalog's byValue); ``scores``: rid -> (score, normalized score)."""
+    pairs = sorted(zip(raw or [], rids or []), reverse=True)
+    top = pairs[0][0] if pairs else 0
+    scores = {rid: (score, int(100.0 * score / top) if top else 1)
+              for score, rid in pairs}
+    return [rid for _, rid in pairs], scores
 
 
 def _tagged(meta, seq):

@@ -22,8 +22,9 @@ class QueryContext:
         #: relevance Fragments over the entry ``e`` (summed for ordering)
         self.ranks = []
         #: each text condition again, over the text row ``e`` itself
-        #: (``pgcatalog_text``): a text search with no other condition
-        #: reads its matches there, without the entries (compiler.py)
+        #: (``pgcatalog_text``), with a callable making its score there: a
+        #: text search with no other condition reads its matches there,
+        #: without the entries (compiler.py)
         self.text_rows = []
 
     def add_rank(self, expr):

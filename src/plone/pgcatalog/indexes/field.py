@@ -23,12 +23,9 @@ class ValueIndex(PGIndex):
         return common.sort_sql(self), self.pgc_present_sql()
 
     def pgc_hot_where(self, iq, qc):
-        # values only (a range or "not" reads the wide row), as value_where
-        if iq is None or not hot.ready(self, qc.cid) or \
-                iq.get("not", None) or iq.get("range", None):
-            return None
-        found = hot.keys_for(self, [common.stored(self._convert(k))
-                                    for k in iq.keys if k is not None])
+        # the values converted and stored as value_where compares them
+        found = hot.query_keys(self, iq, qc,
+                               lambda v: common.stored(self._convert(v)))
         return hot.any_of(found) if found else None
 
     def pgc_eq_sql(self, values, alias="e"):

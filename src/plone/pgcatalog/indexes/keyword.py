@@ -100,12 +100,7 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         return and_(*parts)
 
     def pgc_hot_where(self, iq, qc):
-        # values only (a range or "not" reads the wide row)
-        if iq is None or not hot.ready(self, qc.cid) or \
-                iq.get("not", None) or iq.get("range", None):
-            return None
-        found = hot.keys_for(self, [common.stored(k) for k in iq.keys
-                                    if k is not None])
+        found = hot.query_keys(self, iq, qc, common.stored)
         if not found:
             return None
         return hot.all_of(found) if iq.operator == "and" else \

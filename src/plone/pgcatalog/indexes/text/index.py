@@ -159,9 +159,11 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         qc.add_rank(self.pgc_rank_sql(node, qc))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
+            # the score over the text row, made only if the compiler
+            # takes that way
             text_rows.append((q("e.name = {} AND {}", literal(self.getId()),
                                 match_sql(node, q("e.tsv"))),
-                              self.pgc_rank_sql(node, qc, row=True)))
+                              lambda: self.pgc_rank_sql(node, qc, row=True)))
         # the query's strings are parameters; the index id a literal (the
         # GIN index is partial on it)
         return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "

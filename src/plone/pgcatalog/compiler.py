@@ -89,7 +89,7 @@ def compile_search(catalog, query, store, window=None):
     if window.b_size is None:
         if hot_where is not None:
             return plans.EveryMatch(hot_where, source=hot.HOT,
-                                    rid=hot.RID)
+                                    rid=hot.RID, head=True)
         return plans.EveryMatch(where)
     return plans.Page(where, plans.RID, window, count=hot_where)
 

@@ -26,6 +26,15 @@ class DatabaseUnavailable(PGCatalogError, TransientError):
     a fresh connection."""
 
 
+class AnswerLost(PGCatalogError, TransientError):
+    """The rest of a big every-match answer cannot be read in the state it
+    was found in (its catalog transaction lost its connection before the
+    rest was read: plone.pgcatalog.lazy).
+
+    A ``TransientError``: Zope's publisher retries the request, whose search
+    runs again."""
+
+
 class CatalogStatementError(PGCatalogError, ValueError):
     """PostgreSQL refused a catalog statement (a value it cannot take).
 

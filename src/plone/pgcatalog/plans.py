@@ -32,6 +32,7 @@ from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.hot import HOT
 from plone.pgcatalog.indexes.base import MISSING
+from plone.pgcatalog import lazy
 from plone.pgcatalog.results import Answer
 from plone.pgcatalog.results import by_relevance
 from plone.pgcatalog.results import results_for
@@ -142,15 +143,26 @@ class EveryMatch(Plan):
     plan likes, sorted in Python afterwards (the rows lie in about rid
     order, so the sort is a near-linear pass).  An ORDER BY here made
     PostgreSQL walk the primary key and fetch the rows one by one: 205 ->
-    100 ms for 51,906 of 100,000 entries."""
+    100 ms for 51,906 of 100,000 entries.
+
+    With ``head`` (the hot rows, whose narrow rows make a walk in rid
+    order cheap): the count and the first ``lazy.HEAD`` rids in rid order,
+    the rest read when first needed (lazy.py); an answer of up to HEAD
+    matches is whole at once.  An every-match answer from the entries is read whole:
+    walking their wide rows in rid order for a head can cost a full scan
+    when the matches are few or lie late."""
 
     descending = False
 
-    def __init__(self, where, source=ENTRIES, rid=RID):
+    def __init__(self, where, source=ENTRIES, rid=RID, head=False):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
         self.statement = q("SELECT count(*), array_agg({}) FROM {} "
                            "WHERE {}", rid, source, where)
+        self.head = q(
+            "SELECT (SELECT count(*) FROM {} WHERE {}), ARRAY(SELECT {} "
+            "FROM {} WHERE {} ORDER BY {} LIMIT {})", source, where, rid,
+            source, where, rid, lazy.HEAD) if head else None
 
     def matches(self, store):
         row = _fetch(store, self.statement)
@@ -159,8 +171,14 @@ class EveryMatch(Plan):
         return row[0], rids
 
     def answer(self, store):
-        count, rids = self.matches(store)
-        return Answer(rids, count)
+        if self.head is None:
+            count, rids = self.matches(store)
+            return Answer(rids, count)
+        count, rids = _fetch(store, self.head)
+        answer = Answer(rids, count)
+        if count > len(rids):
+            answer.rest = self.statement
+        return answer
 
 
 def _relevance(ranks):

@@ -23,6 +23,7 @@ from ZTUtils.Lazy import _marker
 
 from plone.pgcatalog.changes import meta_current
 from plone.pgcatalog.codec import decode
+from plone.pgcatalog.lazy import LazyRids
 
 
 FIRST_WINDOW = 32
@@ -35,7 +36,8 @@ class Answer:
     """What a search found, independent of any transaction."""
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
-                 "values", "cache", "shared", "tags", "reorder", "origin")
+                 "values", "cache", "shared", "tags", "reorder", "origin",
+                 "rest")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -62,6 +64,9 @@ class Answer:
         self.reorder = None
         #: the cached answer a reordered view shares its brains with
         self.origin = None
+        #: a big every-match answer: ``rids`` is its head, ``rest`` the
+        #: statement reading every rid (lazy.py); None once they are known
+        self.rest = None
 
     def size(self):
         """Approximate bytes held."""
@@ -227,8 +232,12 @@ class BrainFactory:
 
     def _load_around(self, rid):
         start = self._position(rid)
-        wanted = [r for r in self.rids[start:start + self.window]
-                  if self._entry(r) is UNKNOWN]
+        rids = self.rids
+        stop = start + self.window
+        # a big answer's rids past its head are read only when asked for
+        window = rids.known(start, stop) if type(rids) is LazyRids \
+            else rids[start:stop]
+        wanted = [r for r in window if self._entry(r) is UNKNOWN]
         if rid not in wanted:
             wanted.insert(0, rid)
         self.next_start = start + self.window
@@ -382,6 +391,12 @@ def results_for(tool, answer):
                          len(rids), actual_result_count=count)
     if not rids and not count and answer.counting is None:
         return LazyCat([])
+    if answer.rest is not None:
+        rids = LazyRids(answer, tool._pgc_store())
+        if not rids.complete:
+            return PGLazyMap(BrainFactory(tool, answer, rids, answer.scores),
+                             rids, count, actual_result_count=count)
+        rids = rids.rids
     counting = (lambda: answer.total(tool._pgc_store())) \
         if count is None else None
     return PGLazyMap(BrainFactory(tool, answer, rids, answer.scores), rids,

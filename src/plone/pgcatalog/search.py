@@ -37,7 +37,11 @@ def search(tool, store, query):
     cache, key = key_for(tool, store, query)
     if key is not None:
         answer = cache.get(key)
-        if answer is not None:
+        if answer is not None and (
+                answer.rest is None or
+                store.snapshot_complete(store.cache_generation)):
+            # (a big answer's rest is read in this transaction's snapshot:
+            # it must hold exactly the cached state, lazy.py)
             return results_for(tool, answer.reordered(tool._catalog))
         store.expect_fill()
     answer = answer_of(tool, store, query, window)

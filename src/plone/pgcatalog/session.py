@@ -48,6 +48,7 @@ write buffer and its batches are ``writer.py``'s.
 import logging
 import time
 import uuid
+import weakref
 
 import psycopg
 import transaction as transaction_module
@@ -61,6 +62,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import ddl
+from plone.pgcatalog import lazy
 from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.errors import CatalogStatementError
@@ -118,6 +120,14 @@ class CatalogSession:
         self.snapshot_facts = None
         self.snapshot_id = None
         self.pending = writer_module.PendingWrites()
+        #: moves whenever what this session's statements see may change
+        #: (writes sent, a savepoint rolled back, the PostgreSQL transaction
+        #: begun or ended): big answers read their rest only in the epoch
+        #: they were found in (lazy.py)
+        self.epoch = 0
+        #: the big answers found in this session whose rest may be unread
+        #: (lazy.LazyRids), settled before the epoch moves
+        self.lazy = weakref.WeakSet()
         self.counter_flushed = {}  # cid -> increments already in the PG txn
         self.dirty = set()  # cids written to in the PG txn (their stamp)
         #: cid -> what this transaction changed, not yet counted by the
@@ -197,6 +207,7 @@ class CatalogSession:
         is gone with it."""
         conn, self.conn = self.conn, None
         self.begun = False
+        self.epoch += 1
         if conn is not None:
             db.discard(self.dsn, conn)
 
@@ -204,6 +215,7 @@ class CatalogSession:
         """BEGIN (and the shared snapshot), sent ahead of a statement in
         the same round trip."""
         conn.execute(_BEGIN, prepare=False)
+        self.epoch += 1
         # facts about the snapshot are about this PostgreSQL transaction's
         self.snapshot_facts = None
         if self.snapshot_id is None:
@@ -243,12 +255,35 @@ class CatalogSession:
             query, params = query.text, query.params
         if self.pending:
             self.flush()
-        cursor = self._run(query, params, None, False, write=True)
+        self.settle()
+        try:
+            cursor = self._run(query, params, None, False, write=True)
+        finally:
+            self.epoch += 1
         if cid is not None:
             self.dirty.add(cid)
             # a statement on any number of rows: every answer may change
             self._changes(cid).all = True
         return cursor
+
+    def settle(self):
+        """Read the rest of the big answers found in the current state
+        (it is about to change: lazy.py)."""
+        if self.lazy:
+            lazy.settle(self)
+
+    def views_open(self):
+        """Whether big answers of this session wait for their rest (its
+        reads then run in a savepoint: a refused one must not end the
+        snapshot they need)."""
+        return bool(self.lazy) and bool(lazy.open_sequences(self))
+
+    def execute_settled(self, fragment):
+        """The first row of a read-only statement run in the session's
+        current state, pending writes left pending (a big answer's rest,
+        read before they are sent: lazy.py)."""
+        return self._run(fragment.text, fragment.params, False,
+                         True).fetchone()
 
     def _changes(self, cid):
         changes = self.changes.get(cid)
@@ -310,9 +345,10 @@ class CatalogSession:
         started = time.perf_counter()
         riders, self.riders = self.riders, []
         riding = []
+        guard = self.wrote or self.views_open()
 
         def queue(conn, fresh):
-            guarded = self.wrote and not fresh
+            guarded = guard and not fresh
             if guarded:
                 conn.execute("SAVEPOINT pgc_stmt", prepare=False)
             if write:
@@ -332,7 +368,7 @@ class CatalogSession:
             return cursor
 
         def failed(conn, exc, fresh):
-            self._contain(conn, exc, self.wrote and not fresh)
+            self._contain(conn, exc, guard and not fresh)
             raise dberrors.translate_error(exc, query,
                                            self.timeout_ms) from None
 
@@ -362,6 +398,7 @@ class CatalogSession:
             # again at the next statement; writes, if any, are gone
             conn.execute("ROLLBACK", prepare=False)
             self.begun = False
+            self.epoch += 1
             if self.wrote:
                 self.failed = CatalogStatementError(
                     "a refused catalog statement rolled back this "
@@ -406,6 +443,8 @@ class CatalogSession:
         if not ops:
             return
         self.rows_written += len(ops)
+        # big answers found before these writes keep what they found
+        self.settle()
 
         def queue(conn, fresh):
             conn.execute("SAVEPOINT pgc_flush", prepare=False)
@@ -434,7 +473,10 @@ class CatalogSession:
             self.failed = error
             raise error from None
 
-        found = self._send(queue, failed)
+        try:
+            found = self._send(queue, failed)
+        finally:
+            self.epoch += 1
         self.wrote = True
         for cid, changes in found.items():
             self._changes(cid).update(changes)
@@ -474,6 +516,7 @@ class CatalogSession:
             raise self.failed
         if not self.pending and not self.wrote:
             return  # read only: the snapshot ends in tpc_finish
+        self.settle()
         self.flush()
         self._uncounted()
         conn = self.connection()
@@ -497,6 +540,7 @@ class CatalogSession:
             self._contain(conn, exc, False)
             raise dberrors.translate_error(exc, "commit") from None
         self.begun = False
+        self.epoch += 1
         self.prepared = gid
         if gid is None:
             self._committed()
@@ -577,6 +621,10 @@ class CatalogSession:
         conn = self.conn
         try:
             if conn is not None and self.begun:
+                # big answers still held keep what they found
+                self.settle()
+                conn = self.conn
+            if conn is not None and self.begun:
                 try:
                     conn.execute("COMMIT" if commit and not self.wrote
                                  else "ROLLBACK", prepare=False)
@@ -597,6 +645,7 @@ class CatalogSession:
             self.drops = {}
             self.commit_hooks = []
             self.begun = False
+            self.epoch += 1
             self.wrote = False
             self.cache.clear()
             conn, self.conn = self.conn, None
@@ -647,6 +696,10 @@ class SessionSavepoint:
     def rollback(self):
         session = self.session
         if session.begun:
+            # big answers found before the rollback keep what they found
+            session.settle()
+        if session.begun:
+            session.epoch += 1
             if self.pg_name is not None:
                 self._send("ROLLBACK TO SAVEPOINT " + self.pg_name)
             elif session.wrote:

@@ -1,0 +1,230 @@
+"""Big every-match answers read as they are used (lazy.py).
+
+``lazy.HEAD`` is made small (3) so that a handful of documents make a big
+answer: its count and head come with the search, every rid when an item
+past the head is read.  Each answer is compared with the same query read
+whole from the entries (the hot indexes unmarked), and the rid set must be
+the one the search found whatever the transaction does afterwards (writes,
+savepoints, a refused statement, its end), as ZCatalog's is.
+"""
+import psycopg
+import transaction
+from Products.CMFCore.indexing import processQueue
+from ZTUtils.Lazy import LazyCat
+
+from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import lazy
+from plone.pgcatalog.errors import AnswerLost
+from plone.pgcatalog.fragment import q
+from plone.pgcatalog.errors import CatalogStatementError
+
+from statements import statements
+from test_hot import ManagerWithoutCache
+
+
+def rest_read(sent):
+    """Whether the statements ``sent`` read every rid of an answer."""
+    return any("array_agg" in text for text in sent)
+
+
+class LazyCase(ManagerWithoutCache):
+
+    def setUp(self):
+        super().setUp()
+        self._head = lazy.HEAD
+        lazy.HEAD = 3
+        self.addCleanup(setattr, lazy, "HEAD", self._head)
+        portal = self.portal
+        portal.invokeFactory("Folder", "lz")
+        wf = portal.portal_workflow
+        wf.setChainForPortalTypes(["Document"],
+                                  "simple_publication_workflow")
+        for n in range(9):
+            portal.lz.invokeFactory("Document", "d%d" % n, title="D%d" % n)
+            wf.notifyCreated(portal.lz["d%d" % n])
+            portal.lz["d%d" % n].reindexObject()
+        for n in (1, 4, 7):
+            wf.doActionFor(portal.lz["d%d" % n], "publish")
+        transaction.commit()
+
+    def tearDown(self):
+        transaction.abort()
+        self.portal.manage_delObjects(["lz"])
+        transaction.commit()
+
+    def search(self, **query):
+        processQueue()
+        return self.catalog.unrestrictedSearchResults(**query)
+
+    def rids(self, results):
+        return [b.getRID() for b in results]
+
+    def whole(self, **query):
+        """The rids the entries give (no hot index: read whole)."""
+        saved = {}
+        for name in ("portal_type", "review_state", "allowedRolesAndUsers",
+                     "Subject"):
+            index = self.catalog._catalog.getIndex(name)
+            saved[name] = index.__dict__.pop("_pgc_hot_cids", None)
+        try:
+            return self.rids(self.search(**query))
+        finally:
+            for name, value in saved.items():
+                if value is not None:
+                    self.catalog._catalog.getIndex(name)._pgc_hot_cids = \
+                        value
+
+
+class TestLazyAnswers(LazyCase):
+
+    def test_same_answer_as_read_whole(self):
+        for query in ({"portal_type": "Document"},
+                      {"review_state": "private"},
+                      {"portal_type": ["Document", "Folder"]},
+                      {"portal_type": "Document", "review_state": "published"},
+                      {"portal_type": "Nothing such"}):
+            expected = self.whole(**query)
+            found = self.search(**query)
+            self.assertEqual(len(found), len(expected), query)
+            self.assertEqual(found.actual_result_count, len(expected))
+            self.assertEqual(self.rids(found), expected, query)
+            again = self.search(**query)
+            self.assertEqual([b.getRID() for b in again[1:6]], expected[1:6])
+            if expected:
+                self.assertEqual(again[-1].getRID(), expected[-1])
+                self.assertEqual(again[len(expected) - 1].getRID(),
+                                 expected[-1])
+            with self.assertRaises(IndexError):
+                again[len(expected)]
+            self.assertEqual(len(LazyCat([again, again])), 2 * len(expected))
+
+    def test_len_and_the_first_page_read_no_rest(self):
+        expected = self.whole(portal_type="Document")
+        self.assertEqual(len(expected), 9)
+        found, sent = statements(self.catalog, lambda: self.search(
+            portal_type="Document"))
+        self.assertFalse(rest_read(sent), sent)
+        page, sent = statements(self.catalog, lambda: (
+            len(found), [b.getPath() for b in found[:3]]))
+        self.assertEqual(page[0], 9)
+        self.assertEqual(len(page[1]), 3)
+        self.assertFalse(rest_read(sent), sent)
+        rest, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertTrue(rest_read(sent), sent)
+        self.assertEqual(rest, expected)
+        # read once
+        again, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertEqual(again, expected)
+        self.assertFalse(rest_read(sent), sent)
+
+    def test_small_answer_is_whole_at_once(self):
+        found = self.search(portal_type="Document", review_state="published")
+        self.assertEqual(len(found), 3)
+        paths, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertFalse(rest_read(sent), sent)
+
+    def test_a_loop_changing_what_it_matched_sees_the_search(self):
+        # publishing every private document while reading the answer
+        expected = self.whole(review_state="private")
+        self.assertEqual(len(expected), 6)
+        wf = self.portal.portal_workflow
+        seen = []
+        for brain in self.search(review_state="private"):
+            seen.append(brain.getRID())
+            wf.doActionFor(brain.getObject(), "publish")
+            processQueue()
+        self.assertEqual(seen, expected)
+        self.assertEqual(len(self.search(review_state="private")), 0)
+        transaction.abort()
+
+    def test_deleting_behind_an_answer(self):
+        expected = self.whole(portal_type="Document")
+        found = self.search(portal_type="Document")
+        self.assertEqual(found[0].getRID(), expected[0])
+        self.portal.lz.manage_delObjects(["d5", "d8"])
+        processQueue()
+        self.assertEqual(len(self.search(portal_type="Document")), 7)
+        self.assertEqual(self.rids(found), expected)
+        transaction.abort()
+
+    def test_savepoint_rolled_back_after_the_search(self):
+        expected = self.whole(portal_type="Document")
+        self.portal.lz.manage_delObjects(["d0"])
+        processQueue()
+        savepoint = transaction.savepoint()
+        found = self.search(portal_type="Document")
+        self.assertEqual(len(found), 8)
+        savepoint.rollback()
+        self.portal.lz.manage_delObjects(["d1"])
+        processQueue()
+        self.assertEqual(self.rids(found), expected[1:])
+        transaction.abort()
+
+    def test_read_after_the_transaction_ended(self):
+        expected = self.whole(portal_type="Document")
+        found = self.search(portal_type="Document")
+        transaction.commit()
+        # another transaction changes what it matched
+        self.portal.lz.manage_delObjects(["d2"])
+        processQueue()
+        transaction.commit()
+        self.assertEqual(self.rids(found), expected)
+        self.portal.lz.invokeFactory("Document", "d2", title="D2")
+        transaction.commit()
+
+    def test_a_refused_statement_keeps_the_answer(self):
+        expected = self.whole(portal_type="Document")
+        found = self.search(portal_type="Document")
+        store = self.catalog._pgc_store()
+        with self.assertRaises(CatalogStatementError):
+            store.execute(q("SELECT 1 / 0"))
+        self.assertEqual(self.rids(found), expected)
+
+    def test_lost_connection_raises_a_transient_error(self):
+        found = self.search(portal_type="Document")
+        session = self.catalog._pgc_session()
+        pid = session.conn.info.backend_pid
+        with psycopg.connect(session.dsn, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with self.assertRaises(AnswerLost) as raised:
+            self.rids(found)
+        self.assertIsInstance(raised.exception,
+                              transaction.interfaces.TransientError)
+        # the transaction goes on with a new snapshot
+        self.assertEqual(len(self.search(portal_type="Document")), 9)
+
+
+class TestLazyCachedAnswers(LazyCase):
+
+    def setUp(self):
+        super().setUp()
+        import os
+        os.environ["PGCATALOG_CACHE"] = "on"
+        result_cache.forget()
+        self.addCleanup(result_cache.forget)
+
+    def test_a_cached_answer_learns_its_rest_once(self):
+        expected = self.whole(portal_type="Document")
+        found = self.search(portal_type="Document")
+        self.assertEqual(len(found), 9)
+        transaction.abort()
+        # a hit: the head without a statement, the rest read once
+        found, sent = statements(self.catalog, lambda: self.search(
+            portal_type="Document"))
+        self.assertEqual(self.rids(found[:3]), expected[:3])
+        self.assertEqual(self.rids(found), expected)
+        transaction.abort()
+        found, sent = statements(self.catalog, lambda: self.rids(
+            self.search(portal_type="Document")))
+        self.assertEqual(found, expected)
+        self.assertEqual(sent, [])
+        transaction.abort()
+        # a change: another answer
+        self.portal.lz.manage_delObjects(["d3"])
+        transaction.commit()
+        found = self.search(portal_type="Document")
+        self.assertEqual(self.rids(found),
+                         [r for r in expected if r != expected[3]])
+        transaction.abort()
+        self.portal.lz.invokeFactory("Document", "d3", title="D3")
+        transaction.commit()

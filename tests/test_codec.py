@@ -340,7 +340,7 @@ def test_json_shapes():
     assert codec.encode([1]) == {"@pgc:l": [1]}
     assert codec.encode(MV) == {"@pgc:M": 0}
     assert codec.encode({"@pgc:l": 1}) == {"@pgc:d": [["@pgc:l", 1]]}
-    assert list(codec.encode(DateTime(2020, 1, 1))) == ["@pgc:DT"]
+    assert list(codec.encode(DateTime(2020, 1, 1))) == ["@pgc:D"]
     assert codec.decode([1, [2]]) == (1, (2,))
     assert codec.decode("x") == "x"
     with pytest.raises(ValueError):
@@ -387,3 +387,23 @@ def test_subclasses_keep_their_type():
     back = codec.loads(codec.dumps(msg))
     assert type(back) is Message
     assert back == msg and back.domain == "plone" and back.default == "X"
+
+
+def test_datetime_short_form():
+    """A DateTime whose two long floats are what DateTime computes from its
+    micros (any DateTime loaded from the ZODB, or made from seconds) is
+    written without them, and read back with every slot equal; another
+    keeps the full form."""
+    for value in (DateTime(1641930360.0, "UTC"),
+                  DateTime("2022-01-08T06:04:00+00:00"),
+                  pickle.loads(pickle.dumps(DateTime(2022, 1, 8, 6, 4, 0.5,
+                                                     "Europe/Vienna"))),
+                  DateTime(1641930360.123456, "GMT+2")):
+        encoded = codec.encode(value)
+        assert list(encoded) == ["@pgc:D"]
+        assert len(orjson.dumps(encoded)) < 80
+        back = codec.loads(codec.dumps(value))
+        assert same(back, value)
+    full = DateTime(2022, 1, 8, 6, 4, 0.5, "Europe/Vienna")
+    assert list(codec.encode(full)) == ["@pgc:DT"]
+    assert same(codec.loads(codec.dumps(full)), full)

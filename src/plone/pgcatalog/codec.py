@@ -60,6 +60,19 @@ _DT_DERIVED = ("_dayoffset", "_year", "_month", "_day", "_hour", "_minute",
 _DT_FAST = set(getattr(DateTime, "__slots__", ())) == set(
     _DT_STATE + _DT_DERIVED)
 _DT_LEN = len(_DT_STATE) + len(_DT_DERIVED)
+# The short form (``@pgc:D``) leaves out the two long floats, ``_d`` and
+# ``time``: DateTime's own ``_calcSD`` gives them back from ``_micros`` (as
+# ``__setstate__`` computes them, so as a ZCatalog brain's DateTime has
+# them).  Used only when that gives exactly the object's values (else the
+# full form): about 40 bytes less per DateTime, 200 per entry of a Plone
+# site's metadata.
+_DT_SHORT = _DT_STATE + _DT_DERIVED[:-2]
+try:
+    from DateTime.DateTime import _calcSD
+except ImportError:  # pragma: no cover - another DateTime version
+    _calcSD = None
+if _calcSD is None or _DT_DERIVED[-2:] != ("_d", "time"):
+    _DT_SHORT = None  # pragma: no cover
 
 
 # -- encoding ---------------------------------------------------------------
@@ -134,6 +147,11 @@ def _enc_DateTime(v):
         return _enc_pickle(v)
     state = [encode(x) for x in v.__getstate__()]
     if _DT_FAST:
+        if _DT_SHORT is not None and \
+                _calcSD(v._micros / 1000000.) == (v.time, v._d):
+            state.extend(encode(getattr(v, name))
+                         for name in _DT_DERIVED[:-2])
+            return {TAG + "D": state}
         state.extend(encode(getattr(v, name)) for name in _DT_DERIVED)
     return {TAG + "DT": state}
 
@@ -309,6 +327,20 @@ def _dec_DateTime(v):
     return dt
 
 
+def _dec_DateTime_short(v):
+    if _DT_SHORT is None or len(v) != len(_DT_SHORT):
+        dt = _new_DateTime(DateTime)  # pragma: no cover - another version
+        dt.__setstate__(tuple(decode(x) for x in v[:3]))
+        return dt
+    dt = _new_DateTime(DateTime)
+    for name, value in zip(_DT_SHORT, v):
+        if type(value) not in _SCALARS:
+            value = decode(value)
+        _setattr(dt, name, value)
+    dt.time, dt._d = _calcSD(dt._micros / 1000000.)
+    return dt
+
+
 def _dec_datetime(v):
     dt = datetime.datetime.fromisoformat(v[0])
     if len(v) > 1 and v[1]:
@@ -357,6 +389,7 @@ _DECODERS = {
     TAG + "fs": _dec_frozenset,
     TAG + "b": _dec_bytes,
     TAG + "DT": _dec_DateTime,
+    TAG + "D": _dec_DateTime_short,
     TAG + "dt": _dec_datetime,
     TAG + "date": _dec_date,
     TAG + "time": _dec_time,

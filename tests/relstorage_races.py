@@ -290,8 +290,8 @@ def hot_registration(db, checks, figures):
                           store.cid))
         for name in hot.DEFAULT_NAMES:
             index = tool._catalog.getIndex(name)
-            if "_pgc_hot_cids" in index.__dict__:
-                del index._pgc_hot_cids
+            if "_pgc_hot_codes" in index.__dict__:
+                del index._pgc_hot_codes
 
     for order, label in ((0, "registration waits, writer first"),
                          (1, "writer waits, registration first")):

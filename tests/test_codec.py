@@ -370,15 +370,45 @@ def test_datetime_other_version_falls_back(monkeypatch):
     assert same(back, original)
 
 
-def test_meta_omits_missing():
-    data = codec.encode_meta({"a": MV, "b": None, "c": (MV,), "d": "x\x00"})
+def test_meta_is_an_array_of_its_layout():
+    data = codec.encode_meta({"a": MV, "b": None, "c": (MV,), "d": "x\x00",
+                              "e": MV})
     obj = orjson.loads(data)
-    assert "a" not in obj
-    assert obj["b"] is None
+    digest = codec.layout_digest(("a", "b", "c", "d", "e"))
+    assert len(digest) == codec.LAYOUT_CHARS
+    assert codec.meta_layout_of(data) == digest
+    assert codec.meta_layout_of(data.decode("utf-8")) == digest
+    # Missing.Value tagged, trailing ones left out: no column name written
+    assert obj == [digest, {"@pgc:M": 0}, None, [{"@pgc:M": 0}],
+                   {"@pgc:s": obj[4]["@pgc:s"]}]
+    assert b'"b"' not in data
     back = codec.decode_meta(obj)
     assert back["c"] == (MV,)
     assert back["d"] == "x\x00"
-    assert back.get("a", MV) is MV
+    assert back.get("a", MV) is MV and back.get("e", MV) is MV
+    # records written before layouts (an object) read alike
+    assert codec.decode_meta({"b": None, "d": "y"}) == {"b": None, "d": "y"}
+
+
+def test_meta_layout_unknown_to_the_process():
+    names = ("only", "here")
+    data = codec.encode_meta({"only": 1, "here": "x"})
+    digest = codec._DIGESTS.pop(names)
+    del codec._LAYOUTS[digest]
+    with pytest.raises(KeyError):
+        codec.decode_meta(orjson.loads(data))
+    asked = []
+
+    def lookup(d):
+        asked.append(d)
+        return codec.learn_layout(d, ["only", "here"])
+    assert codec.decode_meta(orjson.loads(data), lookup) == {
+        "only": 1, "here": "x"}
+    assert asked == [digest]
+    # a layout whose names do not give its digest is refused
+    with pytest.raises(ValueError):
+        codec.learn_layout(digest, ["other"])
+    assert codec.meta_layout_of(b'{"a": 1}') is None
 
 
 def test_subclasses_keep_their_type():

@@ -2,7 +2,7 @@
 narrow hot rows give the answers the entries give, through every write.
 
 Each answer read from the hot rows is compared with the same query
-answered from ``pgcatalog_entries`` (the index's ``_pgc_hot_cids`` taken
+answered from ``pgcatalog_entries`` (the index's ``_pgc_hot_codes`` taken
 away for the comparison, the result cache off), and the hot rows are
 checked against their definition (``pgcatalog_hot_keys`` of each entry's
 values) after every kind of write.
@@ -134,17 +134,17 @@ class TestHotKeys(ManagerWithoutCache):
         saved = {}
         for name in HOT_NAMES:
             index = self.index(name)
-            saved[name] = index.__dict__.get("_pgc_hot_cids")
-            index._pgc_hot_cids = ()
+            saved[name] = index.__dict__.get("_pgc_hot_codes")
+            index._pgc_hot_codes = {}
         try:
             return self.answer(query)
         finally:
             for name, value in saved.items():
                 index = self.index(name)
                 if value is None:
-                    del index._pgc_hot_cids
+                    del index._pgc_hot_codes
                 else:
-                    index._pgc_hot_cids = value
+                    index._pgc_hot_codes = value
 
     def reads_hot(self, query):
         _answer, sent = statements(self.catalog, lambda: self.answer(query))
@@ -176,12 +176,22 @@ class TestHotKeys(ManagerWithoutCache):
             self.assertTrue(hot.ready(self.index(name), cid), name)
         self.assertFalse(hot.ready(self.index("Description"), cid))
         names = self.store.rows(q(
-            "SELECT name, multi FROM pgcatalog_hot_names WHERE cid = {} "
-            "ORDER BY name", cid))
-        self.assertEqual(names, [("Subject", True),
-                                 ("allowedRolesAndUsers", True),
-                                 ("portal_type", False),
-                                 ("review_state", False)])
+            "SELECT name, multi, code FROM pgcatalog_hot_names WHERE "
+            "cid = {} ORDER BY name", cid))
+        self.assertEqual([row[:2] for row in names],
+                         [("Subject", True), ("allowedRolesAndUsers", True),
+                          ("portal_type", False), ("review_state", False)])
+        # each its own short code, the one its index object knows
+        codes = [row[2] for row in names]
+        self.assertEqual(sorted(codes), ["1", "2", "3", "4"])
+        for name, _multi, code in names:
+            self.assertEqual(hot.code(self.index(name), cid), code)
+        keys = self.store.value(q(
+            "SELECT keys FROM pgcatalog_hot WHERE rid = {}",
+            self.catalog.getrid("/plone/hot/d1")))
+        self.assertIn(hot.key(hot.code(self.index("portal_type"), cid),
+                              "Document"), keys)
+        self.assertFalse([k for k in keys if k.startswith("portal_type")])
         self.assertEqual(self.mismatches(), [])
 
     def test_answers_equal_the_entries_answers(self):
@@ -340,7 +350,7 @@ class TestHotKeys(ManagerWithoutCache):
         self.store.session.execute_write(cid, q(
             "DELETE FROM pgcatalog_hot WHERE cid = {}", cid))
         for name in HOT_NAMES:
-            del self.index(name)._pgc_hot_cids
+            del self.index(name)._pgc_hot_codes
         self.assertFalse(self.reads_hot({"portal_type": "Document"}))
         self.assertEqual(self.answer({"portal_type": "Document"})[1], 6)
         setuphandlers.sync_indexes(self.portal.portal_setup)

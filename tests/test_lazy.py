@@ -65,13 +65,13 @@ class LazyCase(ManagerWithoutCache):
         for name in ("portal_type", "review_state", "allowedRolesAndUsers",
                      "Subject"):
             index = self.catalog._catalog.getIndex(name)
-            saved[name] = index.__dict__.pop("_pgc_hot_cids", None)
+            saved[name] = index.__dict__.pop("_pgc_hot_codes", None)
         try:
             return self.rids(self.search(**query))
         finally:
             for name, value in saved.items():
                 if value is not None:
-                    self.catalog._catalog.getIndex(name)._pgc_hot_cids = \
+                    self.catalog._catalog.getIndex(name)._pgc_hot_codes = \
                         value
 
 

@@ -14,6 +14,7 @@ from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
 from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import codec
 from plone.pgcatalog import db
 from plone.pgcatalog import mirror as mirror_module
 from plone.pgcatalog.buildstate import DONE
@@ -52,7 +53,9 @@ def rows(key):
             "WHERE t.rid = e.rid) FROM pgcatalog_entries e JOIN "
             "pgcatalog_catalogs c ON c.cid = e.cid LEFT JOIN pgcatalog_meta "
             "m ON m.rid = e.rid WHERE c.key = {}", key)).fetchall()
-    return {path: (idx, meta, text or {}) for path, idx, meta, text in found}
+    # metadata as {column: stored value} (a record names its layout)
+    return {path: (idx, None if meta is None else codec.meta_dict(meta),
+                   text or {}) for path, idx, meta, text in found}
 
 
 def catalog_exists(key):

@@ -122,7 +122,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_schema", "pgcatalog_catalogs", "pgcatalog_entries",
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
-        "pgcatalog_hot_names"])
+        "pgcatalog_hot_names", "pgcatalog_meta_layouts"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -144,6 +144,9 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_keys"]
     assert sorted(r[0] for r in fresh["triggers"]) == [
         "pgcatalog_entries_hot", "pgcatalog_entries_hot_update"]
+    # version 8: the hot keys' codes; metadata layouts (layouts.py)
+    assert columns[("pgcatalog_hot_names", "code")][3] == "NO"
+    assert columns[("pgcatalog_meta_layouts", "digest")][2] == "C"
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

@@ -9,6 +9,7 @@ from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from Products.CMFCore.indexing import processQueue
 
+from plone.pgcatalog import hot
 from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog import verify
@@ -182,10 +183,13 @@ class TestVerify(VerifyCase):
                          "indexes: Title")
 
     def test_stale_metadata(self):
-        self.write("UPDATE {} SET meta = (meta::jsonb || "
-                   "'{{\"Description\": \"old\"}}')::json FROM {} e WHERE "
+        # the Description of the record's array (its layout's digest first)
+        position = list(self.catalog._catalog.names).index("Description") + 1
+        self.write("UPDATE {} SET meta = jsonb_set(meta::jsonb, {}, "
+                   "'\"old\"')::json FROM {} e WHERE "
                    "e.rid = pgcatalog_meta.rid AND e.path = {}",
-                   ident(schema.META), ident(schema.ENTRIES), "/plone/f/d1")
+                   ident(schema.META), [str(position)],
+                   ident(schema.ENTRIES), "/plone/f/d1")
         report = self.verify()
         self.assertFound(report, {"stale_metadata": ["/plone/f/d1"]})
         self.assertEqual(report.samples["stale_metadata"][0][1],
@@ -194,16 +198,18 @@ class TestVerify(VerifyCase):
     def test_stale_hot_row(self):
         # the hot rows are kept by a trigger: only a change behind the
         # catalog's back makes one differ (hot.py)
-        self.write("UPDATE {} SET keys = ARRAY['portal_type' || chr(31) || "
-                   "'Folder'] FROM {} e WHERE e.rid = pgcatalog_hot.rid AND "
-                   "e.path = {}", ident(schema.HOT), ident(schema.ENTRIES),
-                   "/plone/f/d1")
+        code = hot.code(self.catalog._catalog.getIndex("portal_type"),
+                        self.store().cid)
+        self.write("UPDATE {} SET keys = ARRAY[{}] FROM {} e WHERE "
+                   "e.rid = pgcatalog_hot.rid AND e.path = {}",
+                   ident(schema.HOT), hot.key(code, "Folder"),
+                   ident(schema.ENTRIES), "/plone/f/d1")
         self.write("DELETE FROM {} USING {} e WHERE e.rid = "
                    "pgcatalog_hot.rid AND e.path = {}", ident(schema.HOT),
                    ident(schema.ENTRIES), "/plone/f/d2")
         self.write("INSERT INTO {} (rid, cid, keys) VALUES (987654321, {}, "
-                   "ARRAY['portal_type' || chr(31) || 'Document'])",
-                   ident(schema.HOT), self.store().cid)
+                   "ARRAY[{}])", ident(schema.HOT), self.store().cid,
+                   hot.key(code, "Document"))
         documents = {"portal_type": "Document", "path": "/plone/f"}
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             portal_type="Document")), 5)  # wrong: d1, d2 gone, a ghost

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMMITS = [
     (1, "3abbf57"), (1, "2ac9cb3"), (1, "c044549"), (1, "5acb053"),
     (1, "0b64365"), (2, "027d0cf"), (2, "0b694cb"), (3, "4463a08"),
-    (4, "79b2eb2"), (5, "36f1783"), (6, "cb8ff53"),
+    (4, "79b2eb2"), (5, "36f1783"), (6, "cb8ff53"), (7, "86b9cdd"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",

@@ -10,8 +10,10 @@ and a third condition was evaluated on every row the first two left (P8:
 
 ``pgcatalog_hot`` holds one narrow row per entry: ``(rid, cid, keys)``,
 ``keys`` the string values of the catalog's hot indexes as
-``name<US>value`` texts (US: the unit separator, ``chr(31)``), under one
-GIN index.  A conjunction of hot conditions is one GIN scan (the index
+``code<US>value`` texts (US: the unit separator, ``chr(31)``; ``code`` the
+index's short code in the catalog, a number given when it registers: one
+or two characters where ``allowedRolesAndUsers`` took twenty, a third of
+the row), under one GIN index.  A conjunction of hot conditions is one GIN scan (the index
 intersects its posting lists itself) and a visit of the narrow rows (about
 thirty to a page).
 
@@ -29,11 +31,15 @@ What is in it:
   clear, a catalog dropped) keeps them, in its transaction; an entry
   without a key has no row.
 
-Which indexes of which catalog have keys is recorded twice, in the same
-transaction: ``pgcatalog_hot_names`` (what the trigger reads) and the
-index object's ``_pgc_hot_cids`` (what the compiler reads, without a
-statement): a query uses the hot rows of catalog ``cid`` for an index only
-when that index registered them for that ``cid`` (:func:`ready`).
+Which indexes of which catalog have keys, and their codes, is recorded
+twice, in the same transaction: ``pgcatalog_hot_names`` (what the trigger
+reads) and the index object's ``_pgc_hot_codes`` (``{cid: code}``, what
+the compiler reads, without a statement): a query uses the hot rows of
+catalog ``cid`` for an index only when that index registered them for that
+``cid`` (:func:`ready`).  (Schema version 8 gave the keys their codes: the
+keys of version 7, and its ``_pgc_hot_cids``, are void until
+``pgc_sync_indexes`` registers the indexes again, GenericSetup upgrade
+1002 -> 1003.)
 Registering fills the rows of the catalog's existing entries; ``addIndex``,
 ``pgc_sync_indexes`` and ``reindexIndex`` register (``ddl.create``),
 ``delIndex`` unregisters.  A catalog made before version 7 has no hot keys
@@ -63,7 +69,7 @@ HOT = q("{} h", ident(schema.HOT))
 RID = q("h.rid")
 HOT_NAMES = ident(schema.HOT_NAMES)
 ENTRIES = ident(schema.ENTRIES)
-#: between an index's name and a value in a key
+#: between an index's code and a value in a key
 SEP = "\x1f"
 #: longer strings have no key (a GIN key stays far below its size limit)
 MAX_CHARS = 400
@@ -92,11 +98,16 @@ def eligible(index):
 
 def ready(index, cid):
     """Whether catalog ``cid``'s hot rows hold ``index``'s keys."""
-    return cid in (getattr(index, "_pgc_hot_cids", None) or ())
+    return cid in (getattr(index, "_pgc_hot_codes", None) or ())
 
 
-def key(name, value):
-    return name + SEP + value
+def code(index, cid):
+    """``index``'s code in catalog ``cid``'s hot keys."""
+    return index._pgc_hot_codes[cid]
+
+
+def key(code, value):
+    return code + SEP + value
 
 
 def query_keys(index, iq, qc, stored):
@@ -109,13 +120,14 @@ def query_keys(index, iq, qc, stored):
             iq.get("not", None) or iq.get("range", None):
         return None
     found = []
+    prefix = code(index, qc.cid)
     for value in iq.keys:
         if value is None:
             continue
         value = stored(value)
         if not isinstance(value, str) or len(value) > MAX_CHARS:
             return None
-        found.append(key(index.getId(), value))
+        found.append(key(prefix, value))
     return found or None
 
 
@@ -154,13 +166,22 @@ def register(session, cid, index):
         # (another kind under the name is another object)
         return
     name, multi = index.getId(), bool(index.pgc_multi)
+    codes = dict(session.execute(q(
+        "SELECT name, code FROM {} WHERE cid = {}", HOT_NAMES,
+        cid)).fetchall())
+    mine = codes.get(name)
+    if mine is None:
+        # the smallest number no other hot index of the catalog has
+        taken = set(codes.values())
+        mine = next(str(n) for n in range(1, len(taken) + 2)
+                    if str(n) not in taken)
     session.execute_write(cid, q(
-        "INSERT INTO {} (cid, name, multi) VALUES ({}, {}, {}) ON CONFLICT "
-        "(cid, name) DO UPDATE SET multi = EXCLUDED.multi", HOT_NAMES, cid,
-        name, multi))
+        "INSERT INTO {} (cid, name, multi, code) VALUES ({}, {}, {}, {}) "
+        "ON CONFLICT (cid, name) DO UPDATE SET multi = EXCLUDED.multi, "
+        "code = EXCLUDED.code", HOT_NAMES, cid, name, multi, mine))
     refill(session, cid)
     session.hot_changed.add(cid)
-    _mark(index, cid, True)
+    _mark(index, cid, mine)
 
 
 def unregister(session, cid, name, index=None):
@@ -171,7 +192,7 @@ def unregister(session, cid, name, index=None):
         refill(session, cid)
         session.hot_changed.add(cid)
     if index is not None:
-        _mark(index, cid, False)
+        _mark(index, cid, None)
 
 
 def prune(session, cid, keep):
@@ -183,15 +204,17 @@ def prune(session, cid, keep):
             unregister(session, cid, name)
 
 
-def _mark(index, cid, on):
-    cids = set(getattr(index, "_pgc_hot_cids", None) or ())
-    if (cid in cids) == on:
+def _mark(index, cid, code):
+    """Record on ``index`` its ``code`` in catalog ``cid`` (None: it has
+    no keys there)."""
+    codes = dict(getattr(index, "_pgc_hot_codes", None) or {})
+    if codes.get(cid) == code:
         return
-    if on:
-        cids.add(cid)
+    if code is None:
+        codes.pop(cid, None)
     else:
-        cids.discard(cid)
-    index._pgc_hot_cids = tuple(sorted(cids))
+        codes[cid] = code
+    index._pgc_hot_codes = codes
 
 
 def refill(session, cid):

@@ -23,6 +23,7 @@ from ZTUtils.Lazy import _marker
 
 from plone.pgcatalog.changes import meta_current
 from plone.pgcatalog.codec import decode
+from plone.pgcatalog.codec import meta_dict
 from plone.pgcatalog.lazy import LazyRids
 
 
@@ -274,6 +275,8 @@ class BrainFactory:
         else:
             raw = entry[1] if entry else None
             meta = orjson.loads(raw) if raw else None
+            if type(meta) is list:
+                meta = meta_dict(meta, self.tool._pgc_store().meta_layout())
             if entry is not None and self.answer.shared and \
                     self.answer.meta.get(rid) is entry:
                 # made once for a cached answer, typed values decoded (as

@@ -12,8 +12,10 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     the hot row: ``rid``, ``cid``, ``path`` / ``parent`` / ``depth`` (the
     physical path, ``COLLATE "C"`` so ranges and ordering are by code point as
     in ZCatalog), and ``idx``: every index value in one JSONB document.
-``pgcatalog_meta``
-    the brain metadata (typed codec), read lazily by rid batches.  Stored
+``pgcatalog_meta`` / ``pgcatalog_meta_layouts``
+    the brain metadata (typed codec), read lazily by rid batches; each
+    record an array of values naming its layout, the column names stored
+    once per layout (:mod:`plone.pgcatalog.layouts`).  Stored
     as ``json`` (the text as written), not ``jsonb``: it is never queried
     inside, only sent back whole, and ``json`` goes out as a plain copy where
     ``jsonb`` would be serialised again on every read (measured: 0.44 ->
@@ -72,6 +74,7 @@ INDEXES = "pgcatalog_indexes"
 LISTS = "pgcatalog_lists"
 HOT = "pgcatalog_hot"
 HOT_NAMES = "pgcatalog_hot_names"
+META_LAYOUTS = "pgcatalog_meta_layouts"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
 DDL_LOCK = 0x70676361  # "pgca"
@@ -434,8 +437,48 @@ def _v7(conn):
         EXECUTE FUNCTION pgcatalog_hot_sync()""")
 
 
+_V8_KEYS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_keys(p_cid integer, p_idx jsonb)
+RETURNS text[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(DISTINCT n.code || chr(31) || (v.x #>> '{}')),
+                    '{}'::text[])
+    FROM pgcatalog_hot_names n
+    CROSS JOIN LATERAL jsonb_array_elements(CASE
+        WHEN NOT n.multi THEN jsonb_build_array(p_idx -> n.name)
+        WHEN jsonb_typeof(p_idx -> n.name) = 'array' THEN p_idx -> n.name
+        WHEN jsonb_typeof(p_idx -> n.name) = 'string' THEN (
+            SELECT l.value FROM pgcatalog_lists l
+            WHERE l.digest = (p_idx ->> n.name))
+        END) AS v(x)
+    WHERE n.cid = p_cid AND jsonb_typeof(v.x) = 'string'
+      AND length(v.x #>> '{}') <= 400
+$$"""
+
+
+def _v8(conn):
+    """Version 8: metadata layouts (:mod:`plone.pgcatalog.layouts`): a
+    record's column names stored once per layout; records are written as
+    arrays naming their layout.  Records written before keep the object
+    form (both are read alike) until their entry is written again.
+
+    The hot keys name their index by a short code (``pgcatalog_hot_names.
+    code``) instead of its name.  The keys of version 7 are dropped with
+    their registrations: a catalog's indexes are answered from the entries
+    until ``pgc_sync_indexes`` registers them again (GenericSetup upgrade
+    1002 -> 1003)."""
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_meta_layouts (
+        digest text COLLATE "C" PRIMARY KEY,
+        names jsonb NOT NULL
+    )""")
+    conn.execute("DELETE FROM pgcatalog_hot")
+    conn.execute("DELETE FROM pgcatalog_hot_names")
+    conn.execute("ALTER TABLE pgcatalog_hot_names ADD COLUMN IF NOT EXISTS "
+                 "code text NOT NULL")
+    conn.execute(_V8_KEYS)
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 
 SCHEMA_VERSION = len(STEPS)
 

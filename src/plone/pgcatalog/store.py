@@ -20,6 +20,7 @@ scatter the caches and the catalog id that every statement shares.
 """
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import dberrors
+from plone.pgcatalog import layouts
 from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog import textstats
@@ -265,6 +266,11 @@ class CatalogStore:
             self.cid)).fetchone()
         return None if row is None else (row[0] or {})
 
+    def meta_layout(self):
+        """``lookup(digest)``: the column names of a metadata layout
+        (codec.meta_dict)."""
+        return layouts.lookup(self)
+
     def metadata_window(self, rids):
         """``{rid: (path, meta JSON text or None)}`` for ``rids`` (one
         statement); fills the rid -> path and known-metadata caches."""
@@ -292,6 +298,9 @@ class CatalogStore:
         return {p for p in paths if p in self.known}
 
     def set_metadata(self, rid, meta_json):
+        digests = layouts.in_metas([meta_json])
+        if digests:
+            self.write(layouts.store_statement(digests))
         self.write(q(
             "UPDATE {} SET meta = {}::json FROM {} WHERE m.rid = e.rid AND "
             "e.rid = {} AND e.cid = {}", META, meta_json, ENTRIES, rid,

@@ -423,8 +423,9 @@ class Verifier:
         names = list(self.config.names)
         if stored_text is None:
             return names
-        stored = orjson.loads(stored_text)
-        computed = orjson.loads(computed_text)
+        lookup = self.catalog._pgc_store().meta_layout()
+        stored = codec.meta_dict(orjson.loads(stored_text), lookup)
+        computed = codec.meta_dict(orjson.loads(computed_text), lookup)
         return [n for n in names
                 if not same_column(stored.get(n, _ABSENT),
                                    computed.get(n, _ABSENT))]

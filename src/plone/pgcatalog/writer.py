@@ -11,6 +11,7 @@ pipeline: one network round trip for the whole batch.
 """
 import orjson
 
+from plone.pgcatalog import layouts
 from plone.pgcatalog import lists
 from plone.pgcatalog import schema
 from plone.pgcatalog.changes import Changes
@@ -282,15 +283,21 @@ class Writer:
             for op in entry_ops:
                 if op is not DELETE:
                     long_lists.update(lists.refs_in(op.idx_set))
+        folded = {key: fold(entry_ops) for key, entry_ops in ops.items()}
+        digests = layouts.in_metas(
+            upsert.meta for _delete, upsert in folded.values()
+            if upsert is not None and upsert.meta is not None)
         with conn.pipeline():
             cur = conn.cursor()
             if long_lists:
                 # before the entries that reference them
                 _run(cur, lists.store_statement(long_lists))
+            if digests:
+                # the metadata layouts, before the records naming them
+                _run(cur, layouts.store_statement(digests))
             for cid in sorted(paths):
                 locks[cid] = conn.cursor()
                 _run(locks[cid], lock_statement(cid, paths[cid]))
-            folded = {key: fold(entry_ops) for key, entry_ops in ops.items()}
             for key, (delete_first, upsert) in folded.items():
                 cid, path = key
                 if delete_first:

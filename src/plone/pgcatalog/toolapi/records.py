@@ -69,7 +69,7 @@ class RecordsAPI:
         meta = None if rid is None else self._pgc_store().metadata(rid)
         if meta is None:
             raise KeyError(rid)
-        meta = codec.decode_meta(meta)
+        meta = codec.decode_meta(meta, self._pgc_store().meta_layout())
         return {name: meta.get(name, MV) for name in self._catalog.names}
 
     @zpublish(False)

@@ -19,13 +19,24 @@ thirty to a page).
 
 What is in it:
 
-* a hot index is a FieldIndex or KeywordIndex (or a kind deriving from
-  them) named in the ``hot-indexes`` setting (:func:`names`);
-* a FieldIndex's value is a key when it is a string; a KeywordIndex's keys
-  are the strings of its list, read from ``pgcatalog_lists`` when the entry
-  holds a long list's digest; strings over :data:`MAX_CHARS` characters
-  (and values of other types) have no key: a query naming one is answered
-  from the wide row as before;
+* a hot index is a FieldIndex, KeywordIndex, BooleanIndex or
+  DateRangeIndex (or a kind deriving from them) named in the
+  ``hot-indexes`` setting (:func:`names`); the index kind says what it
+  gives the row (``pgc_hot_kind``, ``pgcatalog_hot_names.kind``);
+* ``keys``: a FieldIndex's value is a key when it is a string; a
+  KeywordIndex's keys are the strings of its list, read from
+  ``pgcatalog_lists`` when the entry holds a long list's digest; strings
+  over :data:`MAX_CHARS` characters (and values of other types) have no
+  key: a query naming one is answered from the wide row as before;
+* ``bool``: a BooleanIndex's value is the key ``code<RS>true`` or
+  ``code<RS>false`` (RS: ``chr(30)``, so never a string value's key);
+* ``range``: the row keeps one DateRangeIndex's value, ``[since,
+  until]``, as the entry has it (``rng``), and its query is the entry's
+  condition said of ``rng``: Plone's ``effectiveRange`` beside the other
+  security filters no longer sends a search to the wide rows.  Only
+  the catalog's first range index (by name) is kept; a row exists for an
+  entry with a key, so a query whose only hot condition is the range one
+  is answered from the entries (:func:`where`);
 * the rows are kept by a trigger on ``pgcatalog_entries`` (schema version
   7): every path that writes an entry (the writer, online builds, moves,
   clear, a catalog dropped) keeps them, in its transaction; an entry
@@ -71,11 +82,13 @@ HOT_NAMES = ident(schema.HOT_NAMES)
 ENTRIES = ident(schema.ENTRIES)
 #: between an index's code and a value in a key
 SEP = "\x1f"
+#: between a boolean index's code and its value
+BOOL_SEP = "\x1e"
 #: longer strings have no key (a GIN key stays far below its size limit)
 MAX_CHARS = 400
 #: the hot indexes when the ``hot-indexes`` setting says nothing
 DEFAULT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers",
-                 "Subject")
+                 "Subject", "effectiveRange", "is_default_page")
 
 
 def names():
@@ -143,10 +156,30 @@ def all_of(found):
     return q("h.keys @> {}::text[]", found)
 
 
+def bool_key(code, value):
+    return code + BOOL_SEP + ("true" if value else "false")
+
+
+class Ranged:
+    """A range index's condition over ``h.rng`` (see :func:`where`)."""
+
+    def __init__(self, fragment):
+        self.fragment = fragment
+
+
+#: the range index's value in the hot row ``h``
+RANGE = q("h.rng")
+
+
 def where(cid, conditions):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
-    of a query (Fragments over ``h``)."""
-    return and_(q("h.cid = {}", cid), *conditions)
+    of a query (Fragments over ``h``, or :class:`Ranged` ones), or None
+    when only a range condition is hot: an entry without a key has no hot
+    row, so at least one key must be asked for."""
+    if all(isinstance(c, Ranged) for c in conditions):
+        return None
+    return and_(q("h.cid = {}", cid), *[
+        c.fragment if isinstance(c, Ranged) else c for c in conditions])
 
 
 # -- registering ------------------------------------------------------------
@@ -166,9 +199,17 @@ def register(session, cid, index):
         # (another kind under the name is another object)
         return
     name, multi = index.getId(), bool(index.pgc_multi)
-    codes = dict(session.execute(q(
-        "SELECT name, code FROM {} WHERE cid = {}", HOT_NAMES,
-        cid)).fetchall())
+    kind = getattr(index, "pgc_hot_kind", "keys")
+    rows = session.execute(q(
+        "SELECT name, code, kind FROM {} WHERE cid = {}", HOT_NAMES,
+        cid)).fetchall()
+    if kind == "range" and any(k == "range" and n != name
+                               for n, _c, k in rows):
+        # the row keeps one range index: this one is answered from the
+        # entries
+        unregister(session, cid, name, index)
+        return
+    codes = {n: c for n, c, _k in rows}
     mine = codes.get(name)
     if mine is None:
         # the smallest number no other hot index of the catalog has
@@ -176,9 +217,10 @@ def register(session, cid, index):
         mine = next(str(n) for n in range(1, len(taken) + 2)
                     if str(n) not in taken)
     session.execute_write(cid, q(
-        "INSERT INTO {} (cid, name, multi, code) VALUES ({}, {}, {}, {}) "
-        "ON CONFLICT (cid, name) DO UPDATE SET multi = EXCLUDED.multi, "
-        "code = EXCLUDED.code", HOT_NAMES, cid, name, multi, mine))
+        "INSERT INTO {} (cid, name, multi, code, kind) VALUES ({}, {}, {}, "
+        "{}, {}) ON CONFLICT (cid, name) DO UPDATE SET multi = "
+        "EXCLUDED.multi, code = EXCLUDED.code, kind = EXCLUDED.kind",
+        HOT_NAMES, cid, name, multi, mine, kind))
     refill(session, cid)
     session.hot_changed.add(cid)
     _mark(index, cid, mine)
@@ -228,13 +270,15 @@ def _recompute(session, cid, only):
     condition on the entry ``e``, or empty) as their values make them."""
     session.execute_write(cid, q(
         "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
-        "AS keys FROM {} e WHERE e.cid = {}{}), "
+        "AS keys, pgcatalog_hot_range(e.cid, e.idx) AS rng FROM {} e "
+        "WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
-        "INSERT INTO {} AS h (rid, cid, keys) SELECT k.rid, k.cid, k.keys "
-        "FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE "
-        "SET keys = EXCLUDED.keys WHERE h.keys IS DISTINCT FROM "
-        "EXCLUDED.keys", ENTRIES, cid, only, ident(schema.HOT),
+        "INSERT INTO {} AS h (rid, cid, keys, rng) SELECT k.rid, k.cid, "
+        "k.keys, k.rng FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT "
+        "(rid) DO UPDATE SET keys = EXCLUDED.keys, rng = EXCLUDED.rng "
+        "WHERE (h.keys, h.rng) IS DISTINCT FROM (EXCLUDED.keys, "
+        "EXCLUDED.rng)", ENTRIES, cid, only, ident(schema.HOT),
         ident(schema.HOT)))
 
 

@@ -440,18 +440,60 @@ def _v7(conn):
 _V8_KEYS = r"""
 CREATE OR REPLACE FUNCTION pgcatalog_hot_keys(p_cid integer, p_idx jsonb)
 RETURNS text[] LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(DISTINCT n.code || chr(31) || (v.x #>> '{}')),
-                    '{}'::text[])
-    FROM pgcatalog_hot_names n
-    CROSS JOIN LATERAL jsonb_array_elements(CASE
-        WHEN NOT n.multi THEN jsonb_build_array(p_idx -> n.name)
-        WHEN jsonb_typeof(p_idx -> n.name) = 'array' THEN p_idx -> n.name
-        WHEN jsonb_typeof(p_idx -> n.name) = 'string' THEN (
-            SELECT l.value FROM pgcatalog_lists l
-            WHERE l.digest = (p_idx ->> n.name))
-        END) AS v(x)
-    WHERE n.cid = p_cid AND jsonb_typeof(v.x) = 'string'
-      AND length(v.x #>> '{}') <= 400
+    SELECT coalesce(array_agg(DISTINCT s.k), '{}'::text[]) FROM (
+        SELECT n.code || chr(31) || (v.x #>> '{}') AS k
+        FROM pgcatalog_hot_names n
+        CROSS JOIN LATERAL jsonb_array_elements(CASE
+            WHEN NOT n.multi THEN jsonb_build_array(p_idx -> n.name)
+            WHEN jsonb_typeof(p_idx -> n.name) = 'array' THEN p_idx -> n.name
+            WHEN jsonb_typeof(p_idx -> n.name) = 'string' THEN (
+                SELECT l.value FROM pgcatalog_lists l
+                WHERE l.digest = (p_idx ->> n.name))
+            END) AS v(x)
+        WHERE n.cid = p_cid AND n.kind = 'keys'
+          AND jsonb_typeof(v.x) = 'string' AND length(v.x #>> '{}') <= 400
+        UNION ALL
+        SELECT n.code || chr(30) || (p_idx ->> n.name)
+        FROM pgcatalog_hot_names n
+        WHERE n.cid = p_cid AND n.kind = 'bool'
+          AND jsonb_typeof(p_idx -> n.name) = 'boolean'
+    ) s
+$$"""
+
+_V8_RANGE = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_range(p_cid integer, p_idx jsonb)
+RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT p_idx -> n.name FROM pgcatalog_hot_names n
+    WHERE n.cid = p_cid AND n.kind = 'range' ORDER BY n.name LIMIT 1
+$$"""
+
+_V8_SYNC = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    found text[];
+    bounds jsonb;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
+        RETURN NULL;
+    END IF;
+    found := pgcatalog_hot_keys(NEW.cid, NEW.idx);
+    IF cardinality(found) = 0 THEN
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
+        END IF;
+    ELSE
+        bounds := pgcatalog_hot_range(NEW.cid, NEW.idx);
+        INSERT INTO pgcatalog_hot (rid, cid, keys, rng)
+        VALUES (NEW.rid, NEW.cid, found, bounds)
+        ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys,
+            rng = EXCLUDED.rng
+        WHERE (pgcatalog_hot.keys, pgcatalog_hot.rng) IS DISTINCT FROM
+            (EXCLUDED.keys, EXCLUDED.rng);
+    END IF;
+    RETURN NULL;
+END
 $$"""
 
 
@@ -462,7 +504,9 @@ def _v8(conn):
     form (both are read alike) until their entry is written again.
 
     The hot keys name their index by a short code (``pgcatalog_hot_names.
-    code``) instead of its name.  The keys of version 7 are dropped with
+    code``) instead of its name; BooleanIndex values are keys too, and the
+    hot row keeps one DateRangeIndex's bounds (``rng``), so that the
+    security filters Plone adds (``effectiveRange``) are answered there.  The keys of version 7 are dropped with
     their registrations: a catalog's indexes are answered from the entries
     until ``pgc_sync_indexes`` registers them again (GenericSetup upgrade
     1002 -> 1003)."""
@@ -474,7 +518,16 @@ def _v8(conn):
     conn.execute("DELETE FROM pgcatalog_hot_names")
     conn.execute("ALTER TABLE pgcatalog_hot_names ADD COLUMN IF NOT EXISTS "
                  "code text NOT NULL")
+    # what the index gives the hot row: string keys (FieldIndex,
+    # KeywordIndex), a boolean key (BooleanIndex, ``code<RS>true``) or its
+    # bounds (one DateRangeIndex per catalog: ``rng``, as ``idx`` has them)
+    conn.execute("ALTER TABLE pgcatalog_hot_names ADD COLUMN IF NOT EXISTS "
+                 "kind text NOT NULL DEFAULT 'keys'")
+    conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
+                 "rng jsonb")
     conn.execute(_V8_KEYS)
+    conn.execute(_V8_RANGE)
+    conn.execute(_V8_SYNC)
 
 
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.

@@ -103,8 +103,10 @@ def hot_mismatches(store, rids):
         return set()
     return {r[0] for r in store.rows(q(
         "SELECT e.rid FROM {} LEFT JOIN {} h ON h.rid = e.rid WHERE "
-        "e.cid = {} AND e.rid = ANY({}::bigint[]) AND nullif("
-        "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys",
+        "e.cid = {} AND e.rid = ANY({}::bigint[]) AND (nullif("
+        "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys "
+        "OR (h.rid IS NOT NULL AND pgcatalog_hot_range(e.cid, e.idx) IS "
+        "DISTINCT FROM h.rng))",
         ENTRIES, ident(schema.HOT), store.cid, rids))}
 
 

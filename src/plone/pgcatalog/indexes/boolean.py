@@ -1,6 +1,7 @@
 """BooleanIndex: True/False per document; only the first query key counts."""
 from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
 
+from plone.pgcatalog import hot
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import MISSING
@@ -18,9 +19,19 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
     deduplicated) took 31.  The values are always booleans
     (``pgc_extract``), so the text compares as the value does."""
 
+    pgc_hot = True
+    pgc_hot_kind = "bool"
+
     def pgc_extract(self, obj):
         value = common.datum(self, obj)
         return value if value is MISSING else bool(value)
+
+    def pgc_hot_where(self, iq, qc):
+        # the first key only, as pgc_where (hot.py: code<RS>true/false)
+        if iq is None or not iq.keys or not hot.ready(self, qc.cid):
+            return None
+        return hot.all_of([hot.bool_key(hot.code(self, qc.cid),
+                                        bool(iq.keys[0]))])
 
     def pgc_where(self, iq, qc):
         keys = iq.keys

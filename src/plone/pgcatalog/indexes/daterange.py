@@ -10,6 +10,7 @@ configured ZCatalog indexes nothing, and so do we.
 from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
 from Products.PluginIndexes.util import safe_callable
 
+from plone.pgcatalog import hot
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
@@ -18,7 +19,11 @@ from plone.pgcatalog.indexes.date import json_int
 
 
 class PGDateRangeIndex(PGIndex, DateRangeIndex):
-    """DateRangeIndex whose ranges live in ``idx[name]``."""
+    """DateRangeIndex whose ranges live in ``idx[name]``; when hot, also in
+    the hot row (``h.rng``, hot.py), where its condition is the same."""
+
+    pgc_hot = True
+    pgc_hot_kind = "range"
 
     def _pgc_attr(self, obj, name):
         value = getattr(obj, name, None)
@@ -36,12 +41,21 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
 
     def pgc_where(self, iq, qc):
         # an empty key list raises IndexError here, as in ZCatalog
+        return self._pgc_range_sql(self.pgc_key_sql(), iq)
+
+    def pgc_hot_where(self, iq, qc):
+        if iq is None or not iq.keys or not hot.ready(self, qc.cid):
+            return None
+        return hot.Ranged(self._pgc_range_sql(hot.RANGE, iq))
+
+    def _pgc_range_sql(self, expr, iq):
+        """The query's condition on ``expr``, the entry's ``[since,
+        until]`` (the entry's value, or the hot row's copy of it)."""
         term = self._convertDateTime(iq.keys[0])
         if term is None:
             # None, or a date beyond floor/ceiling: ZCatalog's bucket ranges
             # become unbounded and every indexed document matches.
-            return self.pgc_present_sql()
-        expr = self.pgc_key_sql()
+            return q("({} IS NOT NULL)", expr)
         since = q("({} -> 0)", expr)
         until = q("({} -> 1)", expr)
         # jsonb orders null below every number, so an open since passes

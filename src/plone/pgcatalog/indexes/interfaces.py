@@ -39,8 +39,10 @@ class IIndexKind(Interface):
         "ZCatalog may sort an unlimited answer by walking this index's "
         "values (one value per document: the UnIndex kinds).")
     pgc_hot = Attribute(
-        "The kind can keep its string values as hot keys (FieldIndex, "
-        "KeywordIndex: plone.pgcatalog.hot) when its name is hot.")
+        "The kind can keep its values in the hot row (plone.pgcatalog.hot) "
+        "when its name is hot: FieldIndex, KeywordIndex (string keys), "
+        "BooleanIndex (a boolean key), DateRangeIndex (its bounds); "
+        "``pgc_hot_kind`` says which ('keys', 'bool' or 'range').")
 
     def pgc_extract(obj):
         """The value to store for ``obj`` (an IIndexableObject wrapper) in

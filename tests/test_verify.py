@@ -210,14 +210,18 @@ class TestVerify(VerifyCase):
         self.write("INSERT INTO {} (rid, cid, keys) VALUES (987654321, {}, "
                    "ARRAY[{}])", ident(schema.HOT), self.store().cid,
                    hot.key(code, "Document"))
+        # the bounds of effectiveRange kept in the hot row (rng)
+        self.write("UPDATE {} SET rng = '[1, 2]'::jsonb FROM {} e WHERE "
+                   "e.rid = pgcatalog_hot.rid AND e.path = {}",
+                   ident(schema.HOT), ident(schema.ENTRIES), "/plone/f/d3")
         documents = {"portal_type": "Document", "path": "/plone/f"}
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             portal_type="Document")), 5)  # wrong: d1, d2 gone, a ghost
         report = self.verify()
         self.assertFound(report, {"stale_hot": [
-            "/plone/f/d1", "/plone/f/d2", "rid:987654321"]})
+            "/plone/f/d1", "/plone/f/d2", "/plone/f/d3", "rid:987654321"]})
         report = self.verify(repair=True)
-        self.assertEqual(report.repaired, 3)
+        self.assertEqual(report.repaired, 4)
         self.assertTrue(self.verify().clean)
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             portal_type="Document")), 6)

@@ -210,8 +210,8 @@ class TestVerify(VerifyCase):
         self.write("INSERT INTO {} (rid, cid, keys) VALUES (987654321, {}, "
                    "ARRAY[{}])", ident(schema.HOT), self.store().cid,
                    hot.key(code, "Document"))
-        # the bounds of effectiveRange kept in the hot row (rng)
-        self.write("UPDATE {} SET rng = '[1, 2]'::jsonb FROM {} e WHERE "
+        # the bounds of effectiveRange kept in the hot row
+        self.write("UPDATE {} SET lo = 1, hi = 2 FROM {} e WHERE "
                    "e.rid = pgcatalog_hot.rid AND e.path = {}",
                    ident(schema.HOT), ident(schema.ENTRIES), "/plone/f/d3")
         documents = {"portal_type": "Document", "path": "/plone/f"}

@@ -31,8 +31,10 @@ What is in it:
 * ``bool``: a BooleanIndex's value is the key ``code<RS>true`` or
   ``code<RS>false`` (RS: ``chr(30)``, so never a string value's key);
 * ``range``: the row keeps one DateRangeIndex's value, ``[since,
-  until]``, as the entry has it (``rng``), and its query is the entry's
-  condition said of ``rng``: Plone's ``effectiveRange`` beside the other
+  until]``: two integers or nulls (what the index stores) as ``lo`` and
+  ``hi`` (an open end as the bigint's bound), compared as integers; any
+  other value as the entry has it (``rng``), compared by the entry's own
+  condition: Plone's ``effectiveRange`` beside the other
   security filters no longer sends a search to the wide rows.  Only
   the catalog's first range index (by name) is kept; a row exists for an
   entry with a key, so a query whose only hot condition is the range one
@@ -167,8 +169,25 @@ class Ranged:
         self.fragment = fragment
 
 
-#: the range index's value in the hot row ``h``
+#: the range index's value in the hot row ``h`` when it is not two
+#: integers or nulls (``h.lo``, ``h.hi`` hold those)
 RANGE = q("h.rng")
+#: the bounds of ``h.lo`` / ``h.hi`` (an open end)
+BIGINT_MIN = -2 ** 63
+BIGINT_MAX = 2 ** 63 - 1
+
+
+def range_present():
+    """The entry ``h`` has a value for the range index."""
+    return q("(h.lo IS NOT NULL OR h.rng IS NOT NULL)")
+
+
+def range_contains(term, exact):
+    """The entry ``h``'s range holds ``term`` (an integer within bigint):
+    its bounds compared as integers, or, for a value of another shape,
+    ``exact`` (the entry's own condition said of ``h.rng``)."""
+    return q("((h.lo <= {} AND h.hi >= {}) OR (h.rng IS NOT NULL AND {}))",
+             term, term, exact)
 
 
 def where(cid, conditions):
@@ -270,15 +289,16 @@ def _recompute(session, cid, only):
     condition on the entry ``e``, or empty) as their values make them."""
     session.execute_write(cid, q(
         "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
-        "AS keys, pgcatalog_hot_range(e.cid, e.idx) AS rng FROM {} e "
+        "AS keys, (pgcatalog_hot_bounds(e.cid, e.idx)).* FROM {} e "
         "WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
-        "INSERT INTO {} AS h (rid, cid, keys, rng) SELECT k.rid, k.cid, "
-        "k.keys, k.rng FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT "
-        "(rid) DO UPDATE SET keys = EXCLUDED.keys, rng = EXCLUDED.rng "
-        "WHERE (h.keys, h.rng) IS DISTINCT FROM (EXCLUDED.keys, "
-        "EXCLUDED.rng)", ENTRIES, cid, only, ident(schema.HOT),
+        "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng) SELECT k.rid, "
+        "k.cid, k.keys, k.lo, k.hi, k.rng FROM k WHERE cardinality(k.keys) "
+        "> 0 ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys, lo = "
+        "EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng WHERE (h.keys, "
+        "h.lo, h.hi, h.rng) IS DISTINCT FROM (EXCLUDED.keys, EXCLUDED.lo, "
+        "EXCLUDED.hi, EXCLUDED.rng)", ENTRIES, cid, only, ident(schema.HOT),
         ident(schema.HOT)))
 
 

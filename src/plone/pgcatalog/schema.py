@@ -467,12 +467,34 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
     WHERE n.cid = p_cid AND n.kind = 'range' ORDER BY n.name LIMIT 1
 $$"""
 
+# The range index's value in the hot row: [since, until] of integers or
+# nulls (what DateRangeIndex stores) as two bigints, an open end as the
+# type's bound; any other value as it is (rng), compared as the entry is.
+_V8_BOUNDS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_bounds(
+    p_cid integer, p_idx jsonb, OUT lo bigint, OUT hi bigint, OUT rng jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN s.plain THEN coalesce((s.v ->> 0)::bigint,
+                                           -9223372036854775808) END,
+           CASE WHEN s.plain THEN coalesce((s.v ->> 1)::bigint,
+                                           9223372036854775807) END,
+           CASE WHEN s.plain THEN NULL ELSE s.v END
+    FROM (SELECT b.v, CASE WHEN jsonb_typeof(b.v) = 'array' THEN
+              jsonb_array_length(b.v) = 2
+              AND (jsonb_typeof(b.v -> 0) = 'null'
+                   OR (b.v -> 0) #>> '{}' ~ '^-?[0-9]{1,18}$')
+              AND (jsonb_typeof(b.v -> 1) = 'null'
+                   OR (b.v -> 1) #>> '{}' ~ '^-?[0-9]{1,18}$')
+              ELSE false END AS plain
+          FROM (SELECT pgcatalog_hot_range(p_cid, p_idx) AS v) b) s
+$$"""
+
 _V8_SYNC = r"""
 CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     found text[];
-    bounds jsonb;
+    b record;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
@@ -484,13 +506,14 @@ BEGIN
             DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
         END IF;
     ELSE
-        bounds := pgcatalog_hot_range(NEW.cid, NEW.idx);
-        INSERT INTO pgcatalog_hot (rid, cid, keys, rng)
-        VALUES (NEW.rid, NEW.cid, found, bounds)
+        SELECT * INTO b FROM pgcatalog_hot_bounds(NEW.cid, NEW.idx);
+        INSERT INTO pgcatalog_hot (rid, cid, keys, lo, hi, rng)
+        VALUES (NEW.rid, NEW.cid, found, b.lo, b.hi, b.rng)
         ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys,
-            rng = EXCLUDED.rng
-        WHERE (pgcatalog_hot.keys, pgcatalog_hot.rng) IS DISTINCT FROM
-            (EXCLUDED.keys, EXCLUDED.rng);
+            lo = EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng
+        WHERE (pgcatalog_hot.keys, pgcatalog_hot.lo, pgcatalog_hot.hi,
+               pgcatalog_hot.rng) IS DISTINCT FROM
+            (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng);
     END IF;
     RETURN NULL;
 END
@@ -505,8 +528,9 @@ def _v8(conn):
 
     The hot keys name their index by a short code (``pgcatalog_hot_names.
     code``) instead of its name; BooleanIndex values are keys too, and the
-    hot row keeps one DateRangeIndex's bounds (``rng``), so that the
-    security filters Plone adds (``effectiveRange``) are answered there.  The keys of version 7 are dropped with
+    hot row keeps one DateRangeIndex's bounds (``lo``, ``hi``; ``rng``
+    for a value of another shape), so that the security filters Plone
+    adds (``effectiveRange``) are answered there.  The keys of version 7 are dropped with
     their registrations: a catalog's indexes are answered from the entries
     until ``pgc_sync_indexes`` registers them again (GenericSetup upgrade
     1002 -> 1003)."""
@@ -524,9 +548,14 @@ def _v8(conn):
     conn.execute("ALTER TABLE pgcatalog_hot_names ADD COLUMN IF NOT EXISTS "
                  "kind text NOT NULL DEFAULT 'keys'")
     conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
+                 "lo bigint")
+    conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
+                 "hi bigint")
+    conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
                  "rng jsonb")
     conn.execute(_V8_KEYS)
     conn.execute(_V8_RANGE)
+    conn.execute(_V8_BOUNDS)
     conn.execute(_V8_SYNC)
 
 

@@ -105,8 +105,9 @@ def hot_mismatches(store, rids):
         "SELECT e.rid FROM {} LEFT JOIN {} h ON h.rid = e.rid WHERE "
         "e.cid = {} AND e.rid = ANY({}::bigint[]) AND (nullif("
         "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys "
-        "OR (h.rid IS NOT NULL AND pgcatalog_hot_range(e.cid, e.idx) IS "
-        "DISTINCT FROM h.rng))",
+        "OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, b.rng) FROM "
+        "pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT FROM (h.lo, h.hi, "
+        "h.rng)))",
         ENTRIES, ident(schema.HOT), store.cid, rids))}
 
 

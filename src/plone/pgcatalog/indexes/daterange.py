@@ -46,7 +46,13 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
     def pgc_hot_where(self, iq, qc):
         if iq is None or not iq.keys or not hot.ready(self, qc.cid):
             return None
-        return hot.Ranged(self._pgc_range_sql(hot.RANGE, iq))
+        term = self._convertDateTime(iq.keys[0])
+        if term is None:
+            return hot.Ranged(hot.range_present())
+        if not hot.BIGINT_MIN < term < hot.BIGINT_MAX:
+            return None
+        return hot.Ranged(hot.range_contains(
+            term, self._pgc_range_sql(hot.RANGE, iq)))
 
     def _pgc_range_sql(self, expr, iq):
         """The query's condition on ``expr``, the entry's ``[since,

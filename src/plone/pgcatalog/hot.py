@@ -289,8 +289,8 @@ def _recompute(session, cid, only):
     condition on the entry ``e``, or empty) as their values make them."""
     session.execute_write(cid, q(
         "WITH k AS (SELECT e.rid, e.cid, pgcatalog_hot_keys(e.cid, e.idx) "
-        "AS keys, (pgcatalog_hot_bounds(e.cid, e.idx)).* FROM {} e "
-        "WHERE e.cid = {}{}), "
+        "AS keys, b.lo, b.hi, b.rng FROM {} e, LATERAL "
+        "pgcatalog_hot_bounds(e.cid, e.idx) b WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
         "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng) SELECT k.rid, "

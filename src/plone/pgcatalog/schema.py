@@ -473,20 +473,32 @@ $$"""
 _V8_BOUNDS = r"""
 CREATE OR REPLACE FUNCTION pgcatalog_hot_bounds(
     p_cid integer, p_idx jsonb, OUT lo bigint, OUT hi bigint, OUT rng jsonb)
-LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN s.plain THEN coalesce((s.v ->> 0)::bigint,
-                                           -9223372036854775808) END,
-           CASE WHEN s.plain THEN coalesce((s.v ->> 1)::bigint,
-                                           9223372036854775807) END,
-           CASE WHEN s.plain THEN NULL ELSE s.v END
-    FROM (SELECT b.v, CASE WHEN jsonb_typeof(b.v) = 'array' THEN
-              jsonb_array_length(b.v) = 2
-              AND (jsonb_typeof(b.v -> 0) = 'null'
-                   OR (b.v -> 0) #>> '{}' ~ '^-?[0-9]{1,18}$')
-              AND (jsonb_typeof(b.v -> 1) = 'null'
-                   OR (b.v -> 1) #>> '{}' ~ '^-?[0-9]{1,18}$')
-              ELSE false END AS plain
-          FROM (SELECT pgcatalog_hot_range(p_cid, p_idx) AS v) b) s
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v jsonb;
+    a jsonb;
+    b jsonb;
+BEGIN
+    v := pgcatalog_hot_range(p_cid, p_idx);
+    IF v IS NULL THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(v) = 'array' THEN
+        IF jsonb_array_length(v) = 2 THEN
+            a := v -> 0;
+            b := v -> 1;
+            IF (jsonb_typeof(a) = 'null' OR (jsonb_typeof(a) = 'number'
+                    AND (a #>> '{}') ~ '^-?[0-9]{1,18}$'))
+               AND (jsonb_typeof(b) = 'null' OR (jsonb_typeof(b) = 'number'
+                    AND (b #>> '{}') ~ '^-?[0-9]{1,18}$')) THEN
+                lo := coalesce((a #>> '{}')::bigint, -9223372036854775808);
+                hi := coalesce((b #>> '{}')::bigint, 9223372036854775807);
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    rng := v;
+END
 $$"""
 
 _V8_SYNC = r"""

@@ -212,6 +212,11 @@ class BrainFactory:
         counters = tool._pgc_store().counters if answer.shared else None
         self.view = None if counters is None else counters.view()
 
+    def _layout(self, digest):
+        """The names of a metadata layout this process does not know
+        (asked only then: codec.meta_dict)."""
+        return self.tool._pgc_store().meta_layout()(digest)
+
     def _entry(self, rid):
         """The metadata entry of ``rid`` this sequence may use, or
         UNKNOWN."""
@@ -276,7 +281,7 @@ class BrainFactory:
             raw = entry[1] if entry else None
             meta = orjson.loads(raw) if raw else None
             if type(meta) is list:
-                meta = meta_dict(meta, self.tool._pgc_store().meta_layout())
+                meta = meta_dict(meta, self._layout)
             if entry is not None and self.answer.shared and \
                     self.answer.meta.get(rid) is entry:
                 # made once for a cached answer, typed values decoded (as

@@ -34,6 +34,10 @@ class LazyCase(ManagerWithoutCache):
         self._head = lazy.HEAD
         lazy.HEAD = 3
         self.addCleanup(setattr, lazy, "HEAD", self._head)
+        # every estimate is above it: read lazily
+        self._whole = lazy.WHOLE
+        lazy.WHOLE = -1
+        self.addCleanup(setattr, lazy, "WHOLE", self._whole)
         portal = self.portal
         portal.invokeFactory("Folder", "lz")
         wf = portal.portal_workflow
@@ -121,6 +125,22 @@ class TestLazyAnswers(LazyCase):
         found = self.search(portal_type="Document", review_state="published")
         self.assertEqual(len(found), 3)
         paths, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertFalse(rest_read(sent), sent)
+
+    def test_answer_estimated_small_is_read_whole_in_one_scan(self):
+        # a mid-size answer (above HEAD) PostgreSQL estimates at no more
+        # than WHOLE matches: count and every rid in one statement, so no
+        # second walk for the head and nothing left to read
+        expected = self.whole(portal_type="Document")
+        lazy.WHOLE = 1000
+        found, sent = statements(self.catalog, lambda: self.search(
+            portal_type="Document"))
+        self.assertTrue(rest_read(sent), sent)
+        self.assertTrue(any(text.startswith("EXPLAIN") for text in sent),
+                        sent)
+        self.assertEqual(len(found), 9)
+        rids, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertEqual(rids, expected)
         self.assertFalse(rest_read(sent), sent)
 
     def test_a_loop_changing_what_it_matched_sees_the_search(self):

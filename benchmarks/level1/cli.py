@@ -76,6 +76,11 @@ def _parent_options(p, concurrency_only):
     p.add_argument("--reuse-databases", action="store_true",
                    help="reuse catalogs a previous run built and kept "
                    "(same scale, seed and plan); implies --keep-databases")
+    p.add_argument("--reuse-any-source", action="store_true",
+                   help="with --reuse-databases: reuse a pgcatalog catalog "
+                   "built by another plone.pgcatalog source of the same "
+                   "schema version (for read-path changes; the report "
+                   "says so)")
     p.set_defaults(func=run_parent, skip_queries=concurrency_only)
 
 

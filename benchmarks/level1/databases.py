@@ -10,7 +10,7 @@ from psycopg.conninfo import make_conninfo
 
 from shared import log
 
-from .common import PLAN_VERSION, source_state
+from .common import PLAN_VERSION, source_key, source_state
 
 
 def private_server(directory, max_locks):
@@ -78,7 +78,22 @@ def named_database(server, name, reuse):
     return make_conninfo(server, dbname=name), exists
 
 
-def stored_build(dsn, backend, scale, seed):
+def stored_schema_version(dsn):
+    """The plone.pgcatalog schema version of the stored catalog."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as pg:
+            return pg.execute(
+                "SELECT max(version) FROM pgcatalog_schema").fetchone()[0]
+    except psycopg.Error:
+        return None
+
+
+def stored_build(dsn, backend, scale, seed, any_source=False):
+    """The stored build's info if the catalog can be measured as it is:
+    same scale, seed and plan, built by this source (``source_key``) or,
+    with ``any_source``, by any source of this schema version (for a
+    change to the read path only; the report names the source that built
+    it)."""
     try:
         with psycopg.connect(dsn, autocommit=True) as pg:
             row = pg.execute("SELECT info FROM level1_build_info").fetchone()
@@ -92,7 +107,19 @@ def stored_build(dsn, backend, scale, seed):
         log("%s %d: stored catalog is for another plan: rebuilding"
              % (backend, scale))
         return None
-    if backend == "pgcatalog" and info.get("source") != source_state():
+    if backend == "pgcatalog" and any_source:
+        from plone.pgcatalog.schema import SCHEMA_VERSION
+        version = stored_schema_version(dsn)
+        if version != SCHEMA_VERSION:
+            log("%s %d: stored catalog has schema version %s, not %s: "
+                "rebuilding" % (backend, scale, version, SCHEMA_VERSION))
+            return None
+        if source_key(info.get("source")) != source_key(source_state()):
+            log("%s %d: reusing a catalog built by another source (%s; "
+                "--reuse-any-source)" % (backend, scale, info.get("source")))
+            info["built_by_other_source"] = True
+    elif backend == "pgcatalog" and \
+            source_key(info.get("source")) != source_key(source_state()):
         # rows written by another plone.pgcatalog may not fit this one
         log("%s %d: stored catalog was built by another plone.pgcatalog "
              "source (%s): rebuilding" % (backend, scale, info.get("source")))

@@ -68,7 +68,8 @@ def run_parent(args):
             result_file = shared.result_file("l1-")
             entry = {}
             try:
-                build = stored_build(dsn, backend, scale, args.seed) \
+                build = stored_build(dsn, backend, scale, args.seed,
+                                     args.reuse_any_source) \
                     if existed else None
                 if build is None:
                     if existed:

@@ -113,8 +113,13 @@ def format_report(data, parity, failures, skipped, env_info, args):
             if not build:
                 continue
             s = build["sizes"]
-            rows.append([str(scale), b + (" (reused)" if build.get("reused")
-                                          else ""),
+            reused = ""
+            if build.get("built_by_other_source"):
+                reused = " (reused, built by %s)" % (
+                    (build.get("source") or {}).get("commit", "?")[:7])
+            elif build.get("reused"):
+                reused = " (reused)"
+            rows.append([str(scale), b + reused,
                          fmt(build["build_s"]), fmt(build["entries_per_s"]),
                          fmt(build["catalog_object_s"]),
                          fmt(build["commit_s"]),

@@ -48,6 +48,11 @@ logger = logging.getLogger("plone.pgcatalog")
 #: answer read whole at once)
 HEAD = 1000
 
+#: an answer PostgreSQL estimates at no more matches than this is read
+#: whole in the count's scan (plans.EveryMatch): the head would cost a
+#: second walk of the rows, more than reading this many rids whole
+WHOLE = 20000
+
 
 class LazyRids:
     """The rids of a big answer for one result sequence: its head at once,

@@ -25,6 +25,8 @@ portal_type; a top-N that an index can give when the filters keep most
 entries).  A prepared statement switches to a generic plan after five runs,
 which measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
 """
+import json
+
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
@@ -137,6 +139,17 @@ class Page(Plan):
         return answer
 
 
+def _estimated_rows(plan):
+    """The planner's row estimate from ``EXPLAIN (FORMAT JSON)``'s
+    answer (a JSON list, or its text); infinite when unreadable."""
+    try:
+        if isinstance(plan, (str, bytes)):
+            plan = json.loads(plan)
+        return float(plan[0]["Plan"]["Plan Rows"])
+    except (ValueError, TypeError, KeyError, IndexError):
+        return float("inf")
+
+
 class EveryMatch(Plan):
     """Every match in rid order (ZCatalog's unsorted order; descending for
     a text search's deferred relevance order): read in whatever order the
@@ -148,9 +161,16 @@ class EveryMatch(Plan):
     With ``head`` (the hot rows, whose narrow rows make a walk in rid
     order cheap): the count and the first ``lazy.HEAD`` rids in rid order,
     the rest read when first needed (lazy.py); an answer of up to HEAD
-    matches is whole at once.  An every-match answer from the entries is read whole:
-    walking their wide rows in rid order for a head can cost a full scan
-    when the matches are few or lie late."""
+    matches is whole at once.  The head costs a second walk of the rows
+    (in rid order, or a second bitmap scan and sort when the matches are
+    few), which a mid-size answer reads faster whole in the count's scan:
+    so an answer PostgreSQL estimates at no more than ``lazy.WHOLE``
+    matches is read whole (one EXPLAIN, about 0.25 ms; measured at
+    1,000,000 entries, two tags with 19,245 matches: 38 -> 26 ms).  The
+    estimate only chooses how to read; both ways give the same answer.
+    An every-match answer from the entries is read whole: walking their
+    wide rows in rid order for a head can cost a full scan when the
+    matches are few or lie late."""
 
     descending = False
 
@@ -163,6 +183,8 @@ class EveryMatch(Plan):
             "SELECT (SELECT count(*) FROM {} WHERE {}), ARRAY(SELECT {} "
             "FROM {} WHERE {} ORDER BY {} LIMIT {})", source, where, rid,
             source, where, rid, lazy.HEAD) if head else None
+        self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
+                          rid, source, where) if head else None
 
     def matches(self, store):
         row = _fetch(store, self.statement)
@@ -170,8 +192,13 @@ class EveryMatch(Plan):
         rids.sort(reverse=self.descending)
         return row[0], rids
 
+    def estimated(self, store):
+        """PostgreSQL's estimate of the number of matches."""
+        row = store.execute(self.estimate, prepare=False).fetchone()
+        return _estimated_rows(row[0])
+
     def answer(self, store):
-        if self.head is None:
+        if self.head is None or self.estimated(store) <= lazy.WHOLE:
             count, rids = self.matches(store)
             return Answer(rids, count)
         count, rids = _fetch(store, self.head)

@@ -208,6 +208,13 @@ class EveryMatch(Plan):
         return answer
 
 
+#: relevance order (ZCatalog's byValue: score descending, equal scores newest
+#: rid first), for the ordered aggregates of the statements that score every
+#: match; PostgreSQL sorts once for both (Python's sort of the pairs cost
+#: 26 ms for 23,810 matches, PostgreSQL's about 4)
+RELEVANCE_ORDER = q("ORDER BY s.score DESC, s.rid DESC")
+
+
 def _relevance(ranks):
     return join(" + ", [q("COALESCE({}, 0)", r) for r in ranks])
 
@@ -216,8 +223,9 @@ class Relevance(EveryMatch):
     """A text search without a page: match now, score when a brain is
     first read (``len()`` of a text search never pays for relevance).
     Scores are computed once per row (OFFSET 0 keeps the subquery from
-    being flattened into several evaluations) and ordered in Python; the
-    rank expressions only read ``e.rid``, so the matched rids are enough."""
+    being flattened into several evaluations) and ordered by PostgreSQL
+    (``RELEVANCE_ORDER``); the rank expressions only read ``e.rid``, so
+    the matched rids are enough."""
 
     descending = True
 
@@ -226,9 +234,10 @@ class Relevance(EveryMatch):
         self.rank = _relevance(ranks)
 
     def scoring(self, rids):
-        return q("SELECT array_agg(s.rid), array_agg(s.score) FROM (SELECT "
-                 "e.rid, ({})::float8 AS score FROM unnest({}::bigint[]) AS "
-                 "e(rid) OFFSET 0) s", self.rank, rids)
+        return q("SELECT array_agg(s.rid {}), array_agg(s.score {}) FROM "
+                 "(SELECT e.rid, ({})::float8 AS score FROM unnest("
+                 "{}::bigint[]) AS e(rid) OFFSET 0) s", RELEVANCE_ORDER,
+                 RELEVANCE_ORDER, self.rank, rids)
 
     def answer(self, store):
         count, rids = self.matches(store)
@@ -239,13 +248,14 @@ class TextRelevance(Plan):
     """A text search by relevance whose only condition is the text one,
     without a page: matched and scored in one pass over the text rows
     (``TEXT_ROWS``; the score reads the row it matched instead of looking
-    it up again), ordered in Python as Relevance orders."""
+    it up again), ordered as Relevance orders."""
 
     def __init__(self, where, rank):
         self.statement = q(
-            "SELECT count(*), array_agg(s.rid), array_agg(s.score) FROM "
-            "(SELECT e.rid, ({})::float8 AS score FROM {} WHERE {} OFFSET 0) "
-            "s", rank, TEXT_ROWS, where)
+            "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
+            "FROM (SELECT e.rid, ({})::float8 AS score FROM {} WHERE {} "
+            "OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, rank, TEXT_ROWS,
+            where)
 
     def answer(self, store):
         count, rids, raw = _fetch(store, self.statement)

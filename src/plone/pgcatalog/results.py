@@ -14,6 +14,7 @@ its PostgreSQL snapshot is complete for that state
 (:meth:`plone.pgcatalog.store.CatalogStore.snapshot_complete`).
 """
 import weakref
+from collections.abc import Mapping
 
 import orjson
 from Missing import MV
@@ -154,15 +155,39 @@ class Answer:
         return ordered, scores
 
 
+class Scores(Mapping):
+    """rid -> (score, normalized score) of a relevance order: the scores
+    as read, each pair made when a brain asks for it (a text search with
+    tens of thousands of matches shows twenty)."""
+
+    __slots__ = ("raw", "top")
+
+    def __init__(self, raw, top):
+        #: rid -> score
+        self.raw = raw
+        self.top = top
+
+    def __getitem__(self, rid):
+        score = self.raw[rid]
+        top = self.top
+        return score, (int(100.0 * score / top) if top else 1)
+
+    def __iter__(self):
+        return iter(self.raw)
+
+    def __len__(self):
+        return len(self.raw)
+
+
 def by_relevance(rids, raw):
-    """``(ordered rids, scores)`` of ``rids`` scored ``raw`` (parallel
-    lists): relevance descending, equal scores newest rid first (as
-    ZCatalog's byValue); ``scores``: rid -> (score, normalized score)."""
-    pairs = sorted(zip(raw or [], rids or []), reverse=True)
-    top = pairs[0][0] if pairs else 0
-    scores = {rid: (score, int(100.0 * score / top) if top else 1)
-              for score, rid in pairs}
-    return [rid for _, rid in pairs], scores
+    """``(rids, scores)`` of ``rids`` scored ``raw`` (parallel lists,
+    already in relevance order: score descending, equal scores newest rid
+    first, as ZCatalog's byValue; the statements order them, see
+    ``plans.RELEVANCE_ORDER``); ``scores``: rid -> (score, normalized
+    score)."""
+    rids = rids or []
+    raw = raw or []
+    return rids, Scores(dict(zip(rids, raw)), raw[0] if raw else 0)
 
 
 def _tagged(meta, seq):

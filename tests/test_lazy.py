@@ -7,6 +7,8 @@ whole from the entries (the hot indexes unmarked), and the rid set must be
 the one the search found whatever the transaction does afterwards (writes,
 savepoints, a refused statement, its end), as ZCatalog's is.
 """
+import time
+
 import psycopg
 import transaction
 from Products.CMFCore.indexing import processQueue
@@ -14,6 +16,7 @@ from ZTUtils.Lazy import LazyCat
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import lazy
+from plone.pgcatalog import store as store_module
 from plone.pgcatalog.errors import AnswerLost
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.errors import CatalogStatementError
@@ -133,15 +136,46 @@ class TestLazyAnswers(LazyCase):
         # second walk for the head and nothing left to read
         expected = self.whole(portal_type="Document")
         lazy.WHOLE = 1000
+        dsn = self.catalog._pgc_session().dsn
+        self.addCleanup(store_module._hot_rows.pop, dsn, None)
+        for hot_rows, explained in ((None, True), (10.0 ** 9, True),
+                                    (600.0, False)):
+            # the statistics' number of hot rows: unknown or big, the
+            # planner's estimate decides; well under WHOLE, no EXPLAIN
+            store_module._hot_rows[dsn] = (time.monotonic(), hot_rows)
+            found, sent = statements(self.catalog, lambda: self.search(
+                portal_type="Document"))
+            self.assertTrue(rest_read(sent), sent)
+            self.assertEqual(
+                any(text.startswith("EXPLAIN") for text in sent), explained,
+                (hot_rows, sent))
+            self.assertEqual(len(found), 9)
+            rids, sent = statements(self.catalog, lambda: self.rids(found))
+            self.assertEqual(rids, expected)
+            self.assertFalse(rest_read(sent), sent)
+        # an estimate above WHOLE: the count and the head
+        lazy.WHOLE = -1
+        store_module._hot_rows[dsn] = (time.monotonic(), None)
         found, sent = statements(self.catalog, lambda: self.search(
             portal_type="Document"))
-        self.assertTrue(rest_read(sent), sent)
-        self.assertTrue(any(text.startswith("EXPLAIN") for text in sent),
-                        sent)
-        self.assertEqual(len(found), 9)
-        rids, sent = statements(self.catalog, lambda: self.rids(found))
-        self.assertEqual(rids, expected)
         self.assertFalse(rest_read(sent), sent)
+        self.assertEqual(self.rids(found), expected)
+
+    def test_hot_rows_statistics_are_read_and_kept(self):
+        dsn = self.catalog._pgc_session().dsn
+        self.addCleanup(store_module._hot_rows.pop, dsn, None)
+        store_module._hot_rows.pop(dsn, None)
+        processQueue()
+        store = self.catalog._pgc_store()
+        rows = store.hot_rows()
+        self.assertIn(dsn, store_module._hot_rows)
+        self.assertTrue(rows is None or rows >= 0, rows)
+        store_module._hot_rows[dsn] = (time.monotonic(), 12345.0)
+        self.assertEqual(store.hot_rows(), 12345.0)
+        # read again once stale
+        store_module._hot_rows[dsn] = (
+            time.monotonic() - store_module.HOT_ROWS_TTL - 1, 12345.0)
+        self.assertNotEqual(store.hot_rows(), 12345.0)
 
     def test_a_loop_changing_what_it_matched_sees_the_search(self):
         # publishing every private document while reading the answer

@@ -18,6 +18,8 @@ Why one module of some 440 lines: it is the one place that holds a
 catalog's statements (the point of the room); split by table it would
 scatter the caches and the catalog id that every statement shares.
 """
+import time
+
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import layouts
@@ -40,6 +42,10 @@ dberrors.on_forget_catalogs(_cids.clear)
 #: (dsn, cid, ...) -> (catalog stamp, value): see CatalogStore.stamped
 _stamped = {}
 STAMPED_MAX = 1000
+#: dsn -> (monotonic time, PostgreSQL's statistics' number of hot rows of
+#: every catalog, or None); read again after HOT_ROWS_TTL seconds
+_hot_rows = {}
+HOT_ROWS_TTL = 60.0
 #: ZCatalog walks a sort index only when it has fewer distinct values
 #: than rlen / (1 + rlen / 100) < 100: counting up to this is enough
 SORT_INDEX_SIZE_CAP = 100
@@ -220,6 +226,22 @@ class CatalogStore:
             _stamped.clear()
         _stamped[key] = (stamp, value)
         return value
+
+    def hot_rows(self):
+        """PostgreSQL's statistics' number of hot rows (every catalog's:
+        an upper bound of any answer from them), read at most once per
+        ``HOT_ROWS_TTL`` seconds per process; None when unknown (never
+        analyzed).  An estimate: use it only to choose how to read."""
+        dsn = self.session.dsn
+        now = time.monotonic()
+        seen = _hot_rows.get(dsn)
+        if seen is None or now - seen[0] > HOT_ROWS_TTL:
+            value = self.value(q(
+                "SELECT c.reltuples FROM pg_class c WHERE c.oid = "
+                "to_regclass({})", literal(schema.HOT)))
+            seen = _hot_rows[dsn] = (
+                now, None if value is None or value < 0 else float(value))
+        return seen[1]
 
     def server_facts(self):
         """``(schema version, server version)``."""

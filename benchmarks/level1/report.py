@@ -147,7 +147,11 @@ def format_report(data, parity, failures, skipped, env_info, args):
                                 fmt(runs[t]["latency"].get("median_ms")))
                 for t in sorted(runs, key=int)])
             threads = sorted(runs, key=int)
+            shown = c
     if conc_rows:
+        # the mix and durations of the last scale measured (the loop's
+        # ``c`` is None when the largest scale had no concurrency run)
+        c = shown
         lines.append("")
         lines.append("== concurrency: queries/s (median latency) from T "
                      "threads of one process; mix: %s; %ss per run after "

@@ -87,3 +87,60 @@ class TestPlanChoice(unittest.TestCase):
         self.assertIn(7, statement.params)
         self.assertIn(2, statement.params)
         self.assertEqual(len(plan.run(self.catalog, self.store)), 0)
+
+    def test_only_a_unique_lookup_is_prepared(self):
+        # one value of a UUIDIndex: one index lookup whatever the value,
+        # prepared (PostgreSQL keeps a generic plan); anything else is
+        # planned with its values (a common or a rare portal_type)
+        uid = self.portal.d1.UID()
+        for query, prepared in (
+                ({"UID": uid}, True),
+                ({"UID": [uid]}, True),
+                ({"UID": {"query": uid}}, True),
+                ({"UID": [uid, self.portal.d2.UID()]}, False),
+                ({"UID": uid, "portal_type": "Document"}, False),
+                ({"UID": {"query": uid, "not": "x"}}, False),
+                ({"UID": uid, "b_size": 5}, False),
+                ({"UID": uid, "sort_on": "sortable_title"}, False),
+                ({"id": "d1"}, False),
+                ({"portal_type": "Document"}, False)):
+            with self.subTest(query=query):
+                plan = self.plan(query)
+                self.assertIs(getattr(plan, "prepare", False), prepared)
+                self.assertEqual(
+                    [b.getPath() for b in plan.run(self.catalog,
+                                                   self.store)],
+                    [b.getPath() for b in
+                     self.catalog.unrestrictedSearchResults(**query)])
+
+    def test_a_prepared_lookup_keeps_a_generic_plan_using_the_index(self):
+        # past PostgreSQL's five custom plans, each value is answered by
+        # the generic plan, which must use the catalog's partial UID index
+        # (its catalog id spelled out), not read every entry
+        docs = [self.portal["d%d" % n] for n in range(3)]
+        for _ in range(4):
+            for doc in docs:
+                found = self.plan({"UID": doc.UID()}).run(self.catalog,
+                                                          self.store)
+                self.assertEqual([b.getObject() for b in found], [doc])
+        self.assertEqual(len(self.plan({"UID": "no such uid"}).run(
+            self.catalog, self.store)), 0)
+        plan = self.plan({"UID": docs[0].UID()})
+        statement = plan.statement
+        # the UID is the only parameter; the catalog id is spelled out
+        self.assertEqual(statement.text.count("%s"), 1)
+        self.assertEqual(list(statement.params), [docs[0].UID()])
+        conn = self.catalog._pgc_session().connection()
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute("SET enable_seqscan = off")
+        try:
+            conn.execute("PREPARE pgc_test_lookup(text) AS "
+                         + statement.text.replace("%s", "$1"))
+            text = "\n".join(row[0] for row in conn.execute(
+                "EXPLAIN EXECUTE pgc_test_lookup('x')").fetchall())
+            conn.execute("DEALLOCATE pgc_test_lookup")
+        finally:
+            conn.execute("RESET plan_cache_mode")
+            conn.execute("RESET enable_seqscan")
+        self.assertIn("Index", text)
+        self.assertNotIn("Seq Scan", text)

@@ -24,6 +24,8 @@ statement), because the values decide the plan (a rare or a common
 portal_type; a top-N that an index can give when the filters keep most
 entries).  A prepared statement switches to a generic plan after five runs,
 which measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
+The exception is a lookup of one value of a unique index (a UID): one
+index lookup whatever the value, prepared (``compiler.unique_lookup``).
 """
 import json
 
@@ -174,7 +176,8 @@ class EveryMatch(Plan):
 
     descending = False
 
-    def __init__(self, where, source=ENTRIES, rid=RID, head=False):
+    def __init__(self, where, source=ENTRIES, rid=RID, head=False,
+                 prepare=False):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
         self.statement = q("SELECT count(*), array_agg({}) FROM {} "
@@ -185,9 +188,14 @@ class EveryMatch(Plan):
             source, where, rid, lazy.HEAD) if head else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
                           rid, source, where) if head else None
+        #: the plan does not depend on the values (compiler.unique_lookup):
+        #: prepared, PostgreSQL may keep a generic plan
+        self.prepare = prepare
 
     def matches(self, store):
-        row = _fetch(store, self.statement)
+        row = store.execute(self.statement, prepare=True, binary=True
+                            ).fetchone() if self.prepare else \
+            _fetch(store, self.statement)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
         return row[0], rids

@@ -26,6 +26,8 @@ class QueryContext:
         #: text search with no other condition reads its matches there,
         #: without the entries (compiler.py)
         self.text_rows = []
+        #: the indexes taking part and their parsed queries, in order
+        self.participants = []
 
     def add_rank(self, expr):
         """Add a relevance expression (a Fragment)."""

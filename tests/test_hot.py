@@ -181,7 +181,10 @@ class TestHotKeys(ManagerWithoutCache):
             "nullif(pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT "
             "FROM h.keys OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, "
             "b.rng) FROM pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT "
-            "FROM (h.lo, h.hi, h.rng))", self.store.cid, self.store.cid))
+            "FROM (h.lo, h.hi, h.rng)) OR (h.rid IS NOT NULL AND (SELECT "
+            "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
+            "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
+            "h.keys))", self.store.cid, self.store.cid))
 
     def assert_same_answers(self, queries=QUERIES):
         for query in queries:
@@ -250,6 +253,123 @@ class TestHotKeys(ManagerWithoutCache):
         self.assert_same_answers()
         self.assertEqual(self.answer({"portal_type": "Document",
                                       "review_state": "published"})[1], 2)
+
+    def reads_sets(self, query):
+        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        return any("pgcatalog_hot_sets" in text for text in sent)
+
+    def test_key_sets_answer_what_the_keys_answer(self):
+        # every index but Subject is in the key sets (hot-set-exclude's
+        # default): their queries count the rows of the matching sets
+        cid = self.store.cid
+        for name in HOT_NAMES:
+            self.assertEqual(hot.in_sets(self.index(name), cid),
+                             name not in ("Subject", "effectiveRange"), name)
+        for query in QUERIES:
+            with self.subTest(query=query):
+                sets = not any(name in query for name in ("Subject",)) \
+                    and set(query) - {"b_size"} != {"effectiveRange"}
+                if "b_size" not in query:
+                    self.assertEqual(self.reads_sets(query), sets)
+                self.assertEqual(self.answer(query), self.cold_answer(query))
+        self.assertEqual(self.mismatches(), [])
+        # the sets hold no Subject key; 6 documents and a folder share few
+        subject = hot.code(self.index("Subject"), cid)
+        rows = self.store.rows(q(
+            "SELECT keys FROM pgcatalog_hot_sets WHERE cid = {}", cid))
+        self.assertTrue(rows)
+        for (keys,) in rows:
+            self.assertFalse([k for k in keys
+                              if k.startswith(subject + hot.SEP)], keys)
+            self.assertEqual(keys, sorted(keys))
+        self.assertLess(len(rows), 7)
+
+    def test_a_set_changed_behind_the_catalogs_back_is_found(self):
+        cid = self.store.cid
+        processQueue()
+        self.store.session.execute_write(cid, q(
+            "UPDATE pgcatalog_hot h SET sid = (SELECT max(s.sid) FROM "
+            "pgcatalog_hot_sets s WHERE s.cid = h.cid AND s.sid <> h.sid) "
+            "WHERE h.rid = (SELECT min(rid) FROM pgcatalog_hot WHERE cid = "
+            "{})", cid))
+        self.assertEqual(len(self.mismatches()), 1)
+        hot.refill(self.store.session, cid)
+        self.assertEqual(self.mismatches(), [])
+
+    def test_upgrade_step_gives_upgraded_index_objects_their_sets(self):
+        # a catalog upgraded to schema version 9: the sets are filled, the
+        # index objects do not know it yet and read the keys (always
+        # right); the upgrade step marks them, without writing the rows
+        from plone.pgcatalog import setuphandlers
+        cid = self.store.cid
+        for name in HOT_NAMES:
+            self.index(name).__dict__.pop("_pgc_hot_sets", None)
+        query = {"portal_type": "Document", "review_state": "published"}
+        self.assertFalse(self.reads_sets(query))
+        self.assertEqual(self.answer(query), self.cold_answer(query))
+        _done, sent = statements(self.catalog, lambda: (
+            setuphandlers.sync_indexes(self.portal.portal_setup)))
+        # (the rows are written again by hot._recompute only)
+        self.assertFalse([t for t in sent
+                          if "pgcatalog_hot_keys(e.cid, e.idx) AS keys" in t],
+                         sent)
+        self.assertTrue(hot.in_sets(self.index("portal_type"), cid))
+        self.assertFalse(hot.in_sets(self.index("Subject"), cid))
+        self.assertTrue(self.reads_sets(query))
+        self.assert_same_answers()
+        transaction.abort()
+
+    def test_a_new_set_made_by_two_transactions(self):
+        # sets are inserted once: a transaction whose snapshot does not
+        # see the set another one committed meanwhile cannot insert it and
+        # fails with a serialization failure (a ConflictError, retried
+        # from a snapshot that sees the set); one that sees it reads it
+        import psycopg
+        from plone.pgcatalog import dberrors
+        cid = self.store.cid
+        keys = [hot.key(hot.code(self.index("portal_type"), cid),
+                        "A type no entry has %s" % id(self))]
+        dsn = self.store.session.dsn
+        with psycopg.connect(dsn) as first, psycopg.connect(dsn) as second:
+            for conn in (first, second):
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                conn.execute("SELECT 1")    # the snapshot is taken
+            made = first.execute("SELECT pgcatalog_hot_set(%s, %s)",
+                                 (cid, keys)).fetchone()[0]
+            first.commit()
+            with self.assertRaises(psycopg.errors.SerializationFailure) \
+                    as caught:
+                second.execute("SELECT pgcatalog_hot_set(%s, %s)",
+                               (cid, keys))
+            self.assertIsInstance(dberrors.translate_error(caught.exception),
+                                  ConflictError)
+            second.rollback()
+            second.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            self.assertEqual(second.execute(
+                "SELECT pgcatalog_hot_set(%s, %s)", (cid, keys)).fetchone()[0],
+                made)
+            second.rollback()
+
+    def test_hot_set_exclude_setting(self):
+        # the setting decides at registration; the index objects and the
+        # hot names change together, and the rows are filled again
+        cid = self.store.cid
+        self.addCleanup(os.environ.pop, "PGCATALOG_HOT_SET_EXCLUDE", None)
+        os.environ["PGCATALOG_HOT_SET_EXCLUDE"] = "review_state"
+        for name in HOT_NAMES:
+            hot.sync(self.store.session, cid, self.index(name))
+        self.assertTrue(hot.in_sets(self.index("Subject"), cid))
+        self.assertFalse(hot.in_sets(self.index("review_state"), cid))
+        self.assertTrue(self.reads_sets({"Subject": "tag"}))
+        self.assertFalse(self.reads_sets({"review_state": "private"}))
+        self.assert_same_answers()
+        del os.environ["PGCATALOG_HOT_SET_EXCLUDE"]
+        for name in HOT_NAMES:
+            hot.sync(self.store.session, cid, self.index(name))
+        self.assertFalse(hot.in_sets(self.index("Subject"), cid))
+        self.assertTrue(self.reads_sets({"review_state": "private"}))
+        self.assert_same_answers()
+        transaction.abort()
 
     def test_a_batch_counts_from_the_hot_rows(self):
         query = {"review_state": "private", "b_size": 1}

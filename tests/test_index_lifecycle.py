@@ -150,9 +150,18 @@ class TestIndexLifecycle(unittest.TestCase):
         with db.get_pool(dsn).connection() as conn:
             conn.execute("ANALYZE pgcatalog_entries, pgcatalog_hot")
         store = self.catalog._pgc_store()
-        plan = compile_search(self.catalog._catalog,
-                              {"portal_type": "Document", "b_size": 1},
-                              store)
+        # the count over the hot keys (a count of key sets, hot.where, has
+        # one plan, an index-only scan, whatever the estimate)
+        index = self.catalog._catalog.getIndex("portal_type")
+        sets = index.__dict__.pop("_pgc_hot_sets", None)
+        try:
+            plan = compile_search(self.catalog._catalog,
+                                  {"portal_type": "Document", "b_size": 1},
+                                  store)
+        finally:
+            if sets is not None:
+                index._pgc_hot_sets = sets
+        self.assertNotIn("pgcatalog_hot_sets", plan.count.text)
         explained = store.session.execute(
             q("EXPLAIN (FORMAT JSON) {}", plan.count)).fetchone()[0]
         # the count's input: the rows the planner expects to match

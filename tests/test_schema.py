@@ -122,7 +122,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_schema", "pgcatalog_catalogs", "pgcatalog_entries",
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
-        "pgcatalog_hot_names", "pgcatalog_meta_layouts"])
+        "pgcatalog_hot_names", "pgcatalog_meta_layouts",
+        "pgcatalog_hot_sets"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -147,6 +148,11 @@ def test_fresh_database_is_the_documented_layout(fresh):
     # version 8: the hot keys' codes; metadata layouts (layouts.py)
     assert columns[("pgcatalog_hot_names", "code")][3] == "NO"
     assert columns[("pgcatalog_meta_layouts", "digest")][2] == "C"
+    # version 9: counts by key set
+    indexes = {r[1]: r[2] for r in fresh["indexes"]}
+    assert "(sid, lo, hi, rid)" in indexes["pgcatalog_hot_sid"]
+    assert "USING gin (keys)" in indexes["pgcatalog_hot_sets_keys"]
+    assert columns[("pgcatalog_hot_names", "in_set")][3] == "NO"
 
 
 def test_every_old_layout_is_kept_as_a_fixture():
@@ -195,6 +201,20 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
         "cid, '/new', '', 1 FROM pgcatalog_catalogs WHERE key = 'new' "
         "RETURNING rid").fetchone()[0]
     assert rid > max(r[0] for r in entries)
+    # hot rows of an older version name their key set (version 9), which
+    # holds their keys but Subject's
+    assert conn.execute(
+        "SELECT h.rid FROM pgcatalog_hot h LEFT JOIN pgcatalog_hot_sets s "
+        "ON s.sid = h.sid AND s.cid = h.cid WHERE s.keys IS DISTINCT FROM "
+        "pgcatalog_hot_set_keys(h.cid, h.keys)").fetchall() == []
+    if version == 8:
+        assert conn.execute(
+            "SELECT count(*) FROM pgcatalog_hot WHERE sid IS NOT NULL"
+        ).fetchone()[0] == 3
+        assert sorted(r[0] for r in conn.execute(
+            "SELECT s.keys FROM pgcatalog_hot h JOIN pgcatalog_hot_sets s "
+            "ON s.sid = h.sid WHERE h.cid = 1").fetchall()) == [
+                ["1\x1fDocument"], ["1\x1fPlone Site"]]
     # idempotent
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 

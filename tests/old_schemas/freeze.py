@@ -30,6 +30,7 @@ COMMITS = [
     (1, "3abbf57"), (1, "2ac9cb3"), (1, "c044549"), (1, "5acb053"),
     (1, "0b64365"), (2, "027d0cf"), (2, "0b694cb"), (3, "4463a08"),
     (4, "79b2eb2"), (5, "36f1783"), (6, "cb8ff53"), (7, "86b9cdd"),
+    (8, "dfa6a2b"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",
@@ -102,6 +103,15 @@ def data(ddl):
         "INSERT INTO pgcatalog_catalogs (key, counter%s) VALUES "
         "('site-a', 7%s), ('site-b', 2%s);" % (
             (", stamp", ", 5", ", 1") if stamp else ("", "", "")),
+    ]
+    if "code text NOT NULL" in text:
+        # hot keys (version 8): registered before the entries, whose
+        # trigger then writes their hot rows
+        rows.append(
+            "INSERT INTO pgcatalog_hot_names (cid, name, multi, code, kind) "
+            "VALUES (1, 'portal_type', false, '1', 'keys'), (1, 'Subject', "
+            "true, '2', 'keys'), (2, 'portal_type', false, '1', 'keys');")
+    rows += [
         "INSERT INTO pgcatalog_entries (cid, path, parent, depth, idx) VALUES"
         "\n  (1, '/plone', '', 1, '{\"portal_type\": \"Plone Site\"}'),"
         "\n  (1, '/plone/doc', '/plone', 2, "

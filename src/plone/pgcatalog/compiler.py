@@ -52,6 +52,9 @@ def compile_search(catalog, query, store, window=None):
     # every-match answers read them instead of the entries
     hot_where = hot.where(store.cid, hot_conditions) \
         if hot_conditions and None not in hot_conditions else None
+    # the same over the keys: what the planner can estimate
+    hot_keys = hot.where(store.cid, hot_conditions, sets=False) \
+        if hot_where is not None else None
 
     if window is None:
         window = batch_window(query)
@@ -95,7 +98,8 @@ def compile_search(catalog, query, store, window=None):
     if window.b_size is None:
         if hot_where is not None:
             return plans.EveryMatch(hot_where, source=hot.HOT,
-                                    rid=hot.RID, head=True)
+                                    rid=hot.RID, head=True,
+                                    keys_where=hot_keys)
         return plans.EveryMatch(where, prepare=lookup)
     return plans.Page(where, plans.RID, window, count=hot_where)
 

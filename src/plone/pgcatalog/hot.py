@@ -66,12 +66,28 @@ registering transaction bumps the catalog's change counters' ``hot_epoch``
 with (``changes.ChangeCounters``): whichever commits second gets a
 ConflictError and is retried from a snapshot holding the other's work.
 
+Key sets (schema version 9): a hot row's keys less those of the indexes
+left out of the sets (``hot-set-exclude``, ``Subject`` by default: its
+values make nearly every entry's set its own) are one row of
+``pgcatalog_hot_sets`` (inserted once, never updated), which the hot row
+names (``sid``).  1,000,000 entries of the level1 site have 21,267 sets.
+A query whose key conditions are all on indexes in the sets reads the
+matching sets (a GIN scan of a small table), then counts their hot rows
+from the B-tree on ``(sid, lo, hi, rid)`` alone, the range condition
+included (an index-only scan, as far as the visibility map is set):
+:func:`where`.  Which indexes are in the sets is recorded as the codes
+are: ``pgcatalog_hot_names.in_set`` (what the trigger reads) and the index
+object's ``_pgc_hot_sets`` (``{cid: True}``, what the compiler reads), in
+the transaction that registers the index; an index not so marked is
+answered from the keys, always right.
+
 Used by the compiler for every-match answers and a batch's total when
 every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
 anything else reads ``pgcatalog_entries`` as before.
 """
 from plone.pgcatalog import config
 from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
@@ -81,6 +97,7 @@ HOT = q("{} h", ident(schema.HOT))
 #: the rid of the hot row ``h``
 RID = q("h.rid")
 HOT_NAMES = ident(schema.HOT_NAMES)
+HOT_SETS = ident(schema.HOT_SETS)
 ENTRIES = ident(schema.ENTRIES)
 #: between an index's code and a value in a key
 SEP = "\x1f"
@@ -104,6 +121,22 @@ def names():
                      if name)
 
 
+#: the hot indexes left out of the key sets when ``hot-set-exclude`` says
+#: nothing
+DEFAULT_SET_EXCLUDED = ("Subject",)
+
+
+def set_excluded():
+    """The names of the hot indexes whose keys are left out of the key
+    sets (``hot-set-exclude`` / ``PGCATALOG_HOT_SET_EXCLUDE``: names
+    separated by spaces or commas)."""
+    value = config._setting("hot-set-exclude", "PGCATALOG_HOT_SET_EXCLUDE")
+    if value is None:
+        return frozenset(DEFAULT_SET_EXCLUDED)
+    return frozenset(name for name in value.replace(",", " ").split()
+                     if name)
+
+
 def eligible(index):
     """Whether ``index`` keeps hot keys: a kind that has them, under a hot
     name."""
@@ -114,6 +147,12 @@ def eligible(index):
 def ready(index, cid):
     """Whether catalog ``cid``'s hot rows hold ``index``'s keys."""
     return cid in (getattr(index, "_pgc_hot_codes", None) or ())
+
+
+def in_sets(index, cid):
+    """Whether catalog ``cid``'s key sets hold ``index``'s keys (as
+    registered)."""
+    return bool((getattr(index, "_pgc_hot_sets", None) or {}).get(cid))
 
 
 def code(index, cid):
@@ -146,16 +185,35 @@ def query_keys(index, iq, qc, stored):
     return found or None
 
 
-def any_of(found):
-    """The entry ``h`` has one of the keys ``found``."""
-    if len(found) == 1:
-        return q("h.keys @> {}::text[]", found)
-    return q("h.keys && {}::text[]", found)
+class KeyCondition(Fragment):
+    """A condition on the hot row ``h``'s keys, which :func:`where` can ask
+    of the key sets ``s`` instead when ``sets`` (the index's keys are in
+    the sets)."""
+
+    __slots__ = ("op", "keys", "sets")
+
+    def __init__(self, op, keys, sets):
+        fragment = self.over("h", op, keys)
+        super().__init__(fragment.text, fragment.params)
+        self.op, self.keys, self.sets = op, keys, sets
+
+    @staticmethod
+    def over(alias, op, keys):
+        return q("{}.keys {} {}::text[]", ident(alias), q(op), keys)
+
+    def on_sets(self):
+        return self.over("s", self.op, self.keys)
 
 
-def all_of(found):
+def any_of(found, sets=False):
+    """The entry ``h`` has one of the keys ``found`` (``sets``: they are
+    in the key sets)."""
+    return KeyCondition("@>" if len(found) == 1 else "&&", list(found), sets)
+
+
+def all_of(found, sets=False):
     """The entry ``h`` has every key of ``found``."""
-    return q("h.keys @> {}::text[]", found)
+    return KeyCondition("@>", list(found), sets)
 
 
 def bool_key(code, value):
@@ -190,15 +248,30 @@ def range_contains(term, exact):
              term, term, exact)
 
 
-def where(cid, conditions):
+def where(cid, conditions, sets=True):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
     of a query (Fragments over ``h``, or :class:`Ranged` ones), or None
     when only a range condition is hot: an entry without a key has no hot
-    row, so at least one key must be asked for."""
-    if all(isinstance(c, Ranged) for c in conditions):
+    row, so at least one key must be asked for.
+
+    When every key condition is on indexes in the key sets (and ``sets``),
+    the rows of the matching sets: ``h.sid = ANY(the sets' ids)``, which
+    the ``(sid, lo, hi, rid) INCLUDE (rng)`` B-tree answers alone; else the
+    keys' GIN (``sets=False``: always the keys, for the planner's
+    estimate, which it cannot make of the sets' ids, and for the first
+    rids in rid order, a walk of the primary key)."""
+    keys = [c for c in conditions if not isinstance(c, Ranged)]
+    if not keys:
         return None
-    return and_(q("h.cid = {}", cid), *[
-        c.fragment if isinstance(c, Ranged) else c for c in conditions])
+    ranged = [c.fragment for c in conditions if isinstance(c, Ranged)]
+    if sets and all(isinstance(c, KeyCondition) and c.sets for c in keys):
+        # (no ``h.cid``: the sets are the catalog's, and a condition on a
+        # column the B-tree does not hold would visit every row)
+        chosen = q("h.sid = ANY(ARRAY(SELECT s.sid FROM {} s WHERE {}))",
+                   HOT_SETS, and_(q("s.cid = {}", cid),
+                                  *[c.on_sets() for c in keys]))
+        return and_(chosen, *ranged)
+    return and_(q("h.cid = {}", cid), *(keys + ranged))
 
 
 # -- registering ------------------------------------------------------------
@@ -213,36 +286,43 @@ def sync(session, cid, index):
 
 
 def register(session, cid, index):
-    if ready(index, cid):
+    name, multi = index.getId(), bool(index.pgc_multi)
+    kind = getattr(index, "pgc_hot_kind", "keys")
+    in_set = kind != "range" and name not in set_excluded()
+    if ready(index, cid) and in_sets(index, cid) == in_set:
         # registered, in the transaction that marked this index object
         # (another kind under the name is another object)
         return
-    name, multi = index.getId(), bool(index.pgc_multi)
-    kind = getattr(index, "pgc_hot_kind", "keys")
     rows = session.execute(q(
-        "SELECT name, code, kind FROM {} WHERE cid = {}", HOT_NAMES,
-        cid)).fetchall()
+        "SELECT name, code, kind, multi, in_set FROM {} WHERE cid = {}",
+        HOT_NAMES, cid)).fetchall()
     if kind == "range" and any(k == "range" and n != name
-                               for n, _c, k in rows):
+                               for n, _c, k, _m, _s in rows):
         # the row keeps one range index: this one is answered from the
         # entries
         unregister(session, cid, name, index)
         return
-    codes = {n: c for n, c, _k in rows}
+    codes = {n: c for n, c, _k, _m, _s in rows}
     mine = codes.get(name)
     if mine is None:
         # the smallest number no other hot index of the catalog has
         taken = set(codes.values())
         mine = next(str(n) for n in range(1, len(taken) + 2)
                     if str(n) not in taken)
-    session.execute_write(cid, q(
-        "INSERT INTO {} (cid, name, multi, code, kind) VALUES ({}, {}, {}, "
-        "{}, {}) ON CONFLICT (cid, name) DO UPDATE SET multi = "
-        "EXCLUDED.multi, code = EXCLUDED.code, kind = EXCLUDED.kind",
-        HOT_NAMES, cid, name, multi, mine, kind))
-    refill(session, cid)
-    session.hot_changed.add(cid)
-    _mark(index, cid, mine)
+    same = (name, mine, kind, multi, in_set) in set(rows)
+    if not same:
+        session.execute_write(cid, q(
+            "INSERT INTO {} (cid, name, multi, code, kind, in_set) VALUES "
+            "({}, {}, {}, {}, {}, {}) ON CONFLICT (cid, name) DO UPDATE SET "
+            "multi = EXCLUDED.multi, code = EXCLUDED.code, kind = "
+            "EXCLUDED.kind, in_set = EXCLUDED.in_set",
+            HOT_NAMES, cid, name, multi, mine, kind, in_set))
+    if not same or not ready(index, cid):
+        refill(session, cid)
+        session.hot_changed.add(cid)
+    # else: only this object's record of the sets was missing (a catalog
+    # upgraded to schema version 9, which filled the sets by the default)
+    _mark(index, cid, mine, in_set)
 
 
 def unregister(session, cid, name, index=None):
@@ -253,7 +333,7 @@ def unregister(session, cid, name, index=None):
         refill(session, cid)
         session.hot_changed.add(cid)
     if index is not None:
-        _mark(index, cid, None)
+        _mark(index, cid, None, False)
 
 
 def prune(session, cid, keep):
@@ -265,17 +345,23 @@ def prune(session, cid, keep):
             unregister(session, cid, name)
 
 
-def _mark(index, cid, code):
+def _mark(index, cid, code, in_set):
     """Record on ``index`` its ``code`` in catalog ``cid`` (None: it has
-    no keys there)."""
+    no keys there) and whether its keys are in the key sets."""
     codes = dict(getattr(index, "_pgc_hot_codes", None) or {})
-    if codes.get(cid) == code:
-        return
-    if code is None:
-        codes.pop(cid, None)
-    else:
-        codes[cid] = code
-    index._pgc_hot_codes = codes
+    if codes.get(cid) != code:
+        if code is None:
+            codes.pop(cid, None)
+        else:
+            codes[cid] = code
+        index._pgc_hot_codes = codes
+    sets = dict(getattr(index, "_pgc_hot_sets", None) or {})
+    if bool(sets.get(cid)) != bool(in_set and code is not None):
+        if in_set and code is not None:
+            sets[cid] = True
+        else:
+            sets.pop(cid, None)
+        index._pgc_hot_sets = sets
 
 
 def refill(session, cid):
@@ -293,13 +379,14 @@ def _recompute(session, cid, only):
         "pgcatalog_hot_bounds(e.cid, e.idx) b WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
-        "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng) SELECT k.rid, "
-        "k.cid, k.keys, k.lo, k.hi, k.rng FROM k WHERE cardinality(k.keys) "
-        "> 0 ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys, lo = "
-        "EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng WHERE (h.keys, "
-        "h.lo, h.hi, h.rng) IS DISTINCT FROM (EXCLUDED.keys, EXCLUDED.lo, "
-        "EXCLUDED.hi, EXCLUDED.rng)", ENTRIES, cid, only, ident(schema.HOT),
-        ident(schema.HOT)))
+        "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng, sid) SELECT "
+        "k.rid, k.cid, k.keys, k.lo, k.hi, k.rng, pgcatalog_hot_set(k.cid, "
+        "k.keys) FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO "
+        "UPDATE SET keys = EXCLUDED.keys, lo = EXCLUDED.lo, hi = "
+        "EXCLUDED.hi, rng = EXCLUDED.rng, sid = EXCLUDED.sid WHERE (h.keys, "
+        "h.lo, h.hi, h.rng, h.sid) IS DISTINCT FROM (EXCLUDED.keys, "
+        "EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng, EXCLUDED.sid)", ENTRIES,
+        cid, only, ident(schema.HOT), ident(schema.HOT)))
 
 
 def refresh(session, cid, rids):

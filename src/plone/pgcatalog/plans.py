@@ -177,17 +177,21 @@ class EveryMatch(Plan):
     descending = False
 
     def __init__(self, where, source=ENTRIES, rid=RID, head=False,
-                 prepare=False):
+                 prepare=False, keys_where=None):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
         self.statement = q("SELECT count(*), array_agg({}) FROM {} "
                            "WHERE {}", rid, source, where)
+        # ``keys_where``: the same matches in a form the planner can
+        # estimate and walk in rid order (hot.where's keys form, when
+        # ``where`` counts key sets)
+        keys_where = keys_where or where
         self.head = q(
             "SELECT (SELECT count(*) FROM {} WHERE {}), ARRAY(SELECT {} "
             "FROM {} WHERE {} ORDER BY {} LIMIT {})", source, where, rid,
-            source, where, rid, lazy.HEAD) if head else None
+            source, keys_where, rid, lazy.HEAD) if head else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
-                          rid, source, where) if head else None
+                          rid, source, keys_where) if head else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
         self.prepare = prepare

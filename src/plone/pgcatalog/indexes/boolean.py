@@ -31,7 +31,8 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
         if iq is None or not iq.keys or not hot.ready(self, qc.cid):
             return None
         return hot.all_of([hot.bool_key(hot.code(self, qc.cid),
-                                        bool(iq.keys[0]))])
+                                        bool(iq.keys[0]))],
+                          hot.in_sets(self, qc.cid))
 
     def pgc_where(self, iq, qc):
         keys = iq.keys

@@ -125,6 +125,14 @@ class TestPlanChoice(unittest.TestCase):
                 self.assertEqual([b.getObject() for b in found], [doc])
         self.assertEqual(len(self.plan({"UID": "no such uid"}).run(
             self.catalog, self.store)), 0)
+        # values of other types and sizes, on the same warm connection,
+        # and the transaction reads on afterwards
+        for value in (7, 1.5, "x" * 500, "", "\u00e9t\u00e9"):
+            with self.subTest(value=value):
+                self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+                    UID=value)), 0)
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            UID=docs[1].UID())), 1)
         plan = self.plan({"UID": docs[0].UID()})
         statement = plan.statement
         # the UID is the only parameter; the catalog id is spelled out

@@ -38,6 +38,7 @@ from plone.pgcatalog.hot import HOT
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog import lazy
 from plone.pgcatalog.results import Answer
+from plone.pgcatalog.results import Scores
 from plone.pgcatalog.results import by_relevance
 from plone.pgcatalog.results import results_for
 from plone.pgcatalog.store import ENTRIES
@@ -63,8 +64,8 @@ def tie_break(reverse):
     return RID
 
 
-def _fetch(store, statement):
-    return store.execute(statement, prepare=False, binary=True).fetchone()
+def _fetch(store, statement, prepare=False):
+    return store.execute(statement, prepare=prepare, binary=True).fetchone()
 
 
 class Plan:
@@ -197,9 +198,7 @@ class EveryMatch(Plan):
         self.prepare = prepare
 
     def matches(self, store):
-        row = store.execute(self.statement, prepare=True, binary=True
-                            ).fetchone() if self.prepare else \
-            _fetch(store, self.statement)
+        row = _fetch(store, self.statement, self.prepare)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
         return row[0], rids
@@ -306,9 +305,8 @@ class RelevancePage(Plan):
     def answer(self, store):
         count, rids, raw, top = _fetch(store, self.statement)
         rids = rids or []
-        top = top or 0
-        scores = {rid: (score, int(100.0 * score / top) if top else 1)
-                  for rid, score in zip(rids, raw or [])}
+        # normalized by the best score of every match, not of the page
+        scores = Scores(dict(zip(rids, raw or [])), top or 0)
         return Answer(rids, count, scores)
 
 

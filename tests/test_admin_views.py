@@ -142,7 +142,8 @@ class TestAdminViews(unittest.TestCase):
         tables = {r[0][0]: r[1] for r in rows_of(body, "pgc-tables")}
         self.assertEqual(set(tables), {"pgcatalog_entries", "pgcatalog_meta",
                                        "pgcatalog_text", "pgcatalog_lists",
-                                       "pgcatalog_hot", "pgcatalog_hot_sets"})
+                                       "pgcatalog_hot", "pgcatalog_hot_sets",
+                                       "pgcatalog_hot_counts"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

@@ -25,7 +25,10 @@ from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import hot
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
+from plone.pgcatalog import db
+from plone.pgcatalog import lazy
 from plone.pgcatalog import lists
+from plone.pgcatalog import verifystore
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
@@ -184,7 +187,9 @@ class TestHotKeys(ManagerWithoutCache):
             "FROM (h.lo, h.hi, h.rng)) OR (h.rid IS NOT NULL AND (SELECT "
             "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
             "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
-            "h.keys))", self.store.cid, self.store.cid))
+            "h.keys))", self.store.cid, self.store.cid)) + [
+                ("counts",) + row for row in
+                verifystore.hot_count_mismatches(self.store, 10)]
 
     def assert_same_answers(self, queries=QUERIES):
         for query in queries:
@@ -349,6 +354,145 @@ class TestHotKeys(ManagerWithoutCache):
                 "SELECT pgcatalog_hot_set(%s, %s)", (cid, keys)).fetchone()[0],
                 made)
             second.rollback()
+
+    def reads_counts(self, query):
+        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        return any("pgcatalog_hot_counts" in text for text in sent)
+
+    def counts(self):
+        """``{(sid, cls): n}`` as the catalog's count rows add up."""
+        return {(sid, cls): n for sid, cls, n in self.store.rows(q(
+            "SELECT sid, cls, sum(n)::bigint FROM pgcatalog_hot_counts "
+            "WHERE cid = {} GROUP BY 1, 2", self.store.cid)) if n}
+
+    def test_counts_by_set_and_range_class(self):
+        # a count whose key conditions are in the sets adds the sets'
+        # counts; with effectiveRange, the open ranges' counts less those
+        # starting later, and the other ranges one by one.  (Answers read
+        # lazily, with a head of 2: a small site's are read whole.)
+        self.addCleanup(setattr, lazy, "WHOLE", lazy.WHOLE)
+        self.addCleanup(setattr, lazy, "HEAD", lazy.HEAD)
+        lazy.WHOLE, lazy.HEAD = -1, 2
+        for query in QUERIES:
+            with self.subTest(query=query):
+                counted = not any(name in query for name in ("Subject",)) \
+                    and set(query) - {"b_size", "b_start"} != {
+                        "effectiveRange"}
+                if "b_size" not in query:
+                    self.assertEqual(self.reads_counts(query), counted)
+                self.assertEqual(self.answer(query), self.cold_answer(query))
+        # d0 starts in ten days, d3 ended ten days ago: each range class
+        processQueue()
+        cls = dict(self.store.rows(q(
+            "SELECT rid, pgcatalog_hot_class(lo, hi, rng) FROM pgcatalog_hot "
+            "WHERE cid = {}", self.store.cid)))
+        rid = self.catalog.getrid
+        self.assertEqual(cls[rid("/plone/hot/d0")], 1)
+        self.assertEqual(cls[rid("/plone/hot/d3")], 2)
+        self.assertEqual(self.answer({"portal_type": "Document",
+                                      "effectiveRange": NOW})[1], 4)
+        self.assertEqual(self.answer({"portal_type": "Document",
+                                      "effectiveRange": NOW - 20})[1], 5)
+        self.assertEqual(self.answer({"portal_type": "Document",
+                                      "effectiveRange": NOW + 20})[1], 5)
+        self.assertEqual(self.mismatches(), [])
+
+    def test_counts_through_writes_savepoints_and_folds(self):
+        portal, wf = self.portal, self.portal.portal_workflow
+        folded = self.counts()
+        sp = transaction.savepoint()
+        wf.doActionFor(portal.hot.d0, "publish")
+        portal.hot.d4.setExpirationDate(NOW + 5)   # open -> closed range
+        portal.hot.d4.reindexObject()
+        portal.hot.invokeFactory("Document", "new")
+        portal.hot.manage_delObjects(["d5"])
+        self.assert_same_answers()
+        sp.rollback()
+        processQueue()
+        self.assertEqual(self.counts(), folded)
+        wf.doActionFor(portal.hot.d2, "publish")
+        portal.hot.manage_delObjects(["d5"])
+        self.assert_same_answers()
+        transaction.commit()
+        # folded: one row per set and class, the same sums
+        before = self.counts()
+        rows = self.store.value(q("SELECT count(*) FROM pgcatalog_hot_counts "
+                                  "WHERE cid = {}", self.store.cid))
+        transaction.abort()
+        db.fold_hot_counts(self.store.session.dsn)
+        self.assertEqual(self.counts(), before)
+        self.assertEqual(self.store.value(q(
+            "SELECT count(*) FROM pgcatalog_hot_counts WHERE cid = {}",
+            self.store.cid)), len(before))
+        self.assertLessEqual(len(before), rows)
+        self.assert_same_answers()
+
+    def test_a_fold_leaves_a_writer_in_flight_its_rows(self):
+        # a fold deletes and sums the rows its snapshot sees; a writer's
+        # uncommitted rows stay, and add up once it commits
+        import psycopg
+        processQueue()
+        transaction.commit()
+        cid = self.store.cid
+        rid = self.catalog.getrid("/plone/hot/d2")
+        dsn = self.store.session.dsn
+        transaction.abort()
+        before = self.counts()
+        transaction.abort()
+        with psycopg.connect(dsn, autocommit=True) as writer:
+            writer.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            writer.execute(
+                "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
+                "'{review_state}', '\"pending\"') WHERE rid = %s", (rid,))
+            db.fold_hot_counts(dsn)
+            writer.execute("COMMIT")
+        db.fold_hot_counts(dsn)
+        after = self.counts()
+        self.assertNotEqual(after, before)
+        self.assertEqual(sum(after.values()), sum(before.values()))
+        self.assertEqual(verifystore.hot_count_mismatches(self.store, 10), [])
+        self.assertEqual(self.answer({"review_state": "pending"})[1], 1)
+        transaction.abort()
+
+    def test_counts_of_a_dropped_catalog_go_at_the_next_fold(self):
+        processQueue()
+        transaction.commit()
+        dsn = self.store.session.dsn
+        other = self.store.value(q(
+            "INSERT INTO pgcatalog_catalogs (key) VALUES ({}) RETURNING cid",
+            "dropped %s" % id(self)))
+        sid = self.store.value(q("SELECT pgcatalog_hot_set({}, {})", other,
+                                 ["1" + hot.SEP + "x"]))
+        self.store.write(q(
+            "INSERT INTO pgcatalog_hot_counts (cid, sid, cls, n, first) "
+            "VALUES ({}, {}, 0, 1, 1), ({}, {}, 0, 1, 2)", other, sid, other,
+            sid))
+        transaction.commit()
+        self.store.write(q("DELETE FROM pgcatalog_catalogs WHERE cid = {}",
+                           other))
+        transaction.commit()
+        db.fold_hot_counts(dsn)
+        self.assertEqual(self.store.value(q(
+            "SELECT count(*) FROM pgcatalog_hot_counts WHERE sid = {}", sid)),
+            0)
+        transaction.abort()
+
+    def test_verify_finds_and_repairs_wrong_counts(self):
+        processQueue()
+        cid = self.store.cid
+        sid = self.store.value(q(
+            "SELECT h.sid FROM pgcatalog_hot h WHERE h.rid = {}",
+            self.catalog.getrid("/plone/hot/d1")))
+        self.store.session.execute_write(cid, q(
+            "INSERT INTO pgcatalog_hot_counts (cid, sid, cls, n, first) "
+            "VALUES ({}, {}, 1, 5, 1)", cid, sid))
+        wrong = verifystore.hot_count_mismatches(self.store, 10)
+        self.assertEqual([row[:2] for row in wrong], [(sid, 1)])
+        self.assertEqual(wrong[0][2], wrong[0][3] + 5)
+        hot.recount(self.store.session, cid)
+        self.assertEqual(verifystore.hot_count_mismatches(self.store, 10), [])
+        self.assert_same_answers()
+        transaction.abort()
 
     def test_hot_set_exclude_setting(self):
         # the setting decides at registration; the index objects and the

@@ -15,6 +15,7 @@ from Products.CMFCore.indexing import processQueue
 from ZTUtils.Lazy import LazyCat
 
 from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import db
 from plone.pgcatalog import lazy
 from plone.pgcatalog import store as store_module
 from plone.pgcatalog.errors import AnswerLost
@@ -104,6 +105,29 @@ class TestLazyAnswers(LazyCase):
             with self.assertRaises(IndexError):
                 again[len(expected)]
             self.assertEqual(len(LazyCat([again, again])), 2 * len(expected))
+
+    def test_the_head_walks_from_the_sets_first_rid(self):
+        # the head is walked in rid order from the least rid the matching
+        # sets ever received (their counts' bound): an entry entering a
+        # set with a lower rid than its others lowers it
+        dsn = self.catalog._pgc_store().session.dsn
+        db.fold_hot_counts(dsn)
+        query = {"portal_type": "Document", "review_state": "published"}
+        lz = self.portal.lz
+        rid = self.catalog.getrid
+        self.assertEqual(self.rids(self.search(**query)), self.whole(**query))
+        self.assertEqual(self.rids(self.search(**query)), [
+            rid("/plone/lz/d%d" % n) for n in (1, 4, 7)])
+        self.portal.portal_workflow.doActionFor(lz.d0, "publish")
+        found = self.search(**query)
+        self.assertEqual(len(found), 4)
+        self.assertEqual([b.getRID() for b in found[:3]], [
+            rid("/plone/lz/d%d" % n) for n in (0, 1, 4)])
+        transaction.commit()
+        db.fold_hot_counts(dsn)
+        self.assertEqual(self.rids(self.search(**query)), self.whole(**query))
+        self.assertEqual(self.rids(self.search(**query))[0],
+                         rid("/plone/lz/d0"))
 
     def test_len_and_the_first_page_read_no_rest(self):
         expected = self.whole(portal_type="Document")

@@ -86,7 +86,8 @@ def describe(conn):
         "version": rows("SELECT version FROM pgcatalog_schema"),
         "triggers": rows(
             "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE "
-            "tgrelid = 'pgcatalog_entries'::regclass AND NOT tgisinternal"),
+            "tgrelid IN ('pgcatalog_entries'::regclass, "
+            "'pgcatalog_hot'::regclass) AND NOT tgisinternal"),
         "functions": rows(
             "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = "
             "current_schema()::regnamespace AND proname LIKE 'pgcatalog%'"),
@@ -123,7 +124,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
-        "pgcatalog_hot_sets"])
+        "pgcatalog_hot_sets", "pgcatalog_hot_counts"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -144,7 +145,9 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert "USING gin (keys)" in {r[1]: r[2] for r in fresh["indexes"]}[
         "pgcatalog_hot_keys"]
     assert sorted(r[0] for r in fresh["triggers"]) == [
-        "pgcatalog_entries_hot", "pgcatalog_entries_hot_update"]
+        "pgcatalog_entries_hot", "pgcatalog_entries_hot_update",
+        "pgcatalog_hot_count_delete", "pgcatalog_hot_count_insert",
+        "pgcatalog_hot_count_update"]
     # version 8: the hot keys' codes; metadata layouts (layouts.py)
     assert columns[("pgcatalog_hot_names", "code")][3] == "NO"
     assert columns[("pgcatalog_meta_layouts", "digest")][2] == "C"
@@ -153,6 +156,11 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert "(sid, lo, hi, rid)" in indexes["pgcatalog_hot_sid"]
     assert "USING gin (keys)" in indexes["pgcatalog_hot_sets_keys"]
     assert columns[("pgcatalog_hot_names", "in_set")][3] == "NO"
+    # version 10: the key sets' counts
+    assert "(sid, cls) INCLUDE (n, first)" in indexes[
+        "pgcatalog_hot_counts_sid"]
+    assert "WHERE ((hi <> '9223372036854775807'::bigint) OR (rng IS NOT " \
+        "NULL))" in indexes["pgcatalog_hot_closed"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():
@@ -215,6 +223,16 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
             "SELECT s.keys FROM pgcatalog_hot h JOIN pgcatalog_hot_sets s "
             "ON s.sid = h.sid WHERE h.cid = 1").fetchall()) == [
                 ["1\x1fDocument"], ["1\x1fPlone Site"]]
+    # the key sets' counts (version 10) add up to their hot rows
+    assert conn.execute(
+        "SELECT a.sid, a.cls, a.n, k.n FROM (SELECT sid, "
+        "pgcatalog_hot_class(lo, hi, rng) AS cls, count(*) AS n FROM "
+        "pgcatalog_hot GROUP BY 1, 2) a FULL JOIN (SELECT sid, cls, sum(n) "
+        "AS n FROM pgcatalog_hot_counts GROUP BY 1, 2) k ON k.sid = a.sid "
+        "AND k.cls = a.cls WHERE a.n IS DISTINCT FROM k.n").fetchall() == []
+    if version >= 8:
+        assert conn.execute(
+            "SELECT sum(n) FROM pgcatalog_hot_counts").fetchone()[0] == 3
     # idempotent
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 

@@ -55,6 +55,9 @@ def compile_search(catalog, query, store, window=None):
     # the same over the keys: what the planner can estimate
     hot_keys = hot.where(store.cid, hot_conditions, sets=False) \
         if hot_where is not None else None
+    # their number (from the key sets' counts when they can say it)
+    hot_count = hot.count(store.cid, hot_conditions) \
+        if hot_where is not None else None
 
     if window is None:
         window = batch_window(query)
@@ -98,10 +101,10 @@ def compile_search(catalog, query, store, window=None):
     if window.b_size is None:
         if hot_where is not None:
             return plans.EveryMatch(hot_where, source=hot.HOT,
-                                    rid=hot.RID, head=True,
+                                    rid=hot.RID, head=hot_count,
                                     keys_where=hot_keys)
         return plans.EveryMatch(where, prepare=lookup)
-    return plans.Page(where, plans.RID, window, count=hot_where)
+    return plans.Page(where, plans.RID, window, count=hot_count)
 
 
 def unique_lookup(qc):

@@ -366,6 +366,7 @@ def committed(dsn, cids):
         if n >= COMPACT_EVERY:
             _since_compact[(dsn, cid)] = 0
             compact_commit_log(dsn, cid)
+            fold_hot_counts(dsn)
 
 
 def compact_commit_log(dsn, cid):
@@ -388,6 +389,38 @@ def compact_commit_log(dsn, cid):
     except psycopg.Error:
         logger.warning("folding the catalog's commit log failed",
                        exc_info=True)
+
+
+def fold_hot_counts(dsn):
+    """Fold the key sets' counts (``pgcatalog_hot_counts``, hot.py): the
+    rows of a set and range class become one, and those of sets that are
+    gone (their catalog dropped) go.  One statement, READ COMMITTED: the
+    rows it deletes and the one it inserts change the sums of no snapshot;
+    rows committed meanwhile are left for the next fold.  Best effort: run
+    after this process's writing transactions of ``ANALYZE_AFTER_ROWS``
+    rows and every ``COMPACT_EVERY`` commits; the counts are right
+    unfolded, only longer to add up."""
+    try:
+        with get_pool(dsn).connection() as conn:
+            with conn.transaction():
+                if not run(conn, q("SELECT pg_try_advisory_xact_lock({})",
+                                   schema.FOLD_LOCK)).fetchone()[0]:
+                    return
+                run(conn, q(
+                    "WITH many AS (SELECT k.sid, k.cls FROM {} k GROUP BY "
+                    "k.sid, k.cls HAVING count(*) > 1 OR NOT EXISTS (SELECT "
+                    "1 FROM {} s WHERE s.sid = k.sid)), d AS (DELETE FROM {} "
+                    "k USING many m WHERE k.sid = m.sid AND k.cls = m.cls "
+                    "RETURNING k.cid, k.sid, k.cls, k.n, k.first) INSERT INTO "
+                    "{} (cid, sid, cls, n, first) SELECT d.cid, d.sid, d.cls, "
+                    "sum(d.n), min(d.first) FROM d WHERE EXISTS (SELECT 1 "
+                    "FROM {} s WHERE s.sid = d.sid) GROUP BY d.cid, d.sid, "
+                    "d.cls HAVING sum(d.n) <> 0",
+                    ident(schema.HOT_COUNTS), ident(schema.HOT_SETS),
+                    ident(schema.HOT_COUNTS), ident(schema.HOT_COUNTS),
+                    ident(schema.HOT_SETS)))
+    except psycopg.Error:
+        logger.warning("folding the key sets' counts failed", exc_info=True)
 
 
 #: dsn -> {gid: "COMMIT PREPARED" / "ROLLBACK PREPARED"} this process could

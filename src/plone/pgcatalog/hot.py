@@ -98,6 +98,7 @@ HOT = q("{} h", ident(schema.HOT))
 RID = q("h.rid")
 HOT_NAMES = ident(schema.HOT_NAMES)
 HOT_SETS = ident(schema.HOT_SETS)
+HOT_COUNTS = ident(schema.HOT_COUNTS)
 ENTRIES = ident(schema.ENTRIES)
 #: between an index's code and a value in a key
 SEP = "\x1f"
@@ -221,10 +222,20 @@ def bool_key(code, value):
 
 
 class Ranged:
-    """A range index's condition over ``h.rng`` (see :func:`where`)."""
+    """A range index's condition over the hot row ``h`` (see
+    :func:`where`).  What :func:`count` can read from the sets' counts:
+    ``term``, the integer the range holds (``range_contains``), or
+    ``present``, the entry has a value (``range_present``); anything else
+    is counted row by row."""
 
-    def __init__(self, fragment):
+    def __init__(self, fragment, term=None, present=False):
         self.fragment = fragment
+        self.term = term
+        self.present = present
+
+    @property
+    def counted(self):
+        return self.present or self.term is not None
 
 
 #: the range index's value in the hot row ``h`` when it is not two
@@ -272,6 +283,60 @@ def where(cid, conditions, sets=True):
                                   *[c.on_sets() for c in keys]))
         return and_(chosen, *ranged)
     return and_(q("h.cid = {}", cid), *(keys + ranged))
+
+
+#: the hot row ``h``'s range has a start and no end (range class 1 of
+#: ``pgcatalog_hot_class``; its start is not null then)
+OPEN = q("h.hi = " + str(BIGINT_MAX))
+#: the hot row ``h``'s range has an end or another shape (range class 2):
+#: the predicate of the partial index ``pgcatalog_hot_closed``, spelled as
+#: it is there so that the planner uses the index
+CLOSED = q("(h.hi <> %d OR h.rng IS NOT NULL)" % BIGINT_MAX)
+
+
+def count(cid, conditions):
+    """A statement of one row ``(n, first)`` for the hot conditions of a
+    query (as :func:`where` takes them): ``n`` the number of hot rows
+    matching, ``first`` a lower bound of their rids (where a walk of the
+    primary key for the first of them may start; null when none match).
+    None when only a range condition is hot.
+
+    When every key condition is on indexes in the key sets, ``n`` adds
+    the counts of the matching sets (``pgcatalog_hot_counts``: a few rows
+    per set, whatever the number of matches), and ``first`` is the least
+    rid the sets ever received.  With a range condition holding a term
+    ``T``, the open ranges of those sets (class 1) are counted and those
+    starting after ``T`` taken off (the rows of the sets' B-tree from
+    ``(sid, T)`` on: those published later than ``T``, few on a live
+    site), and the other ranges (class 2: an end, or another shape; the
+    partial index ``pgcatalog_hot_closed``) are counted one by one.  Else
+    the rows are counted from the keys, and ``first`` is the bigint's
+    least value."""
+    keys = [c for c in conditions if not isinstance(c, Ranged)]
+    if not keys:
+        return None
+    ranged = [c for c in conditions if isinstance(c, Ranged)]
+    if len(ranged) > 1 or not all(c.counted for c in ranged) or not all(
+            isinstance(c, KeyCondition) and c.sets for c in keys):
+        return q("SELECT count(*), {}::bigint FROM {} WHERE {}", BIGINT_MIN,
+                 HOT, where(cid, conditions, sets=False))
+    ids = q("ARRAY(SELECT s.sid FROM {} s WHERE {})", HOT_SETS,
+            and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
+    mine = q("h.sid = ANY(i.ids)")
+    if not ranged:
+        total = q("coalesce(sum(k.n), 0)")
+    elif ranged[0].present:
+        total = q("coalesce(sum(k.n) FILTER (WHERE k.cls > 0), 0)")
+    else:
+        term = ranged[0].term
+        total = q(
+            "coalesce(sum(k.n) FILTER (WHERE k.cls = 1), 0) - (SELECT "
+            "count(*) FROM {} WHERE {} AND h.lo > {} AND {}) + (SELECT "
+            "count(*) FROM {} WHERE {} AND {} AND {})", HOT, mine, term,
+            OPEN, HOT, mine, CLOSED, ranged[0].fragment)
+    return q("SELECT c.n, c.first FROM (SELECT {} AS ids) i, LATERAL ("
+             "SELECT ({})::bigint AS n, min(k.first) AS first FROM {} k WHERE k.sid = "
+             "ANY(i.ids)) c", ids, total, HOT_COUNTS)
 
 
 # -- registering ------------------------------------------------------------
@@ -398,3 +463,16 @@ def refresh(session, cid, rids):
         "NOT EXISTS (SELECT 1 FROM {} e WHERE e.rid = h.rid)",
         ident(schema.HOT), cid, rids, ENTRIES))
     _recompute(session, cid, q(" AND e.rid = ANY({}::bigint[])", rids))
+
+
+def recount(session, cid):
+    """Count catalog ``cid``'s hot rows by key set again
+    (``pgcatalog_hot_counts``; verify's repair).  Writers meanwhile add
+    their +1 / -1 rows, which stay right beside this snapshot's count."""
+    session.execute_write(cid, q(
+        "DELETE FROM {} WHERE cid = {}", HOT_COUNTS, cid))
+    session.execute_write(cid, q(
+        "INSERT INTO {} (cid, sid, cls, n, first) SELECT h.cid, h.sid, "
+        "pgcatalog_hot_class(h.lo, h.hi, h.rng), count(*), min(h.rid) FROM "
+        "{} h WHERE h.cid = {} AND h.sid IS NOT NULL GROUP BY 1, 2, 3",
+        HOT_COUNTS, ident(schema.HOT), cid))

@@ -34,7 +34,6 @@ from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
-from plone.pgcatalog.hot import HOT
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog import lazy
 from plone.pgcatalog.results import Answer
@@ -116,10 +115,11 @@ class Page(Plan):
         else:
             self.statement = q("SELECT ARRAY(SELECT p.rid FROM ({}) p)",
                                page)
-        # the total from the hot rows when they answer the query (hot.py)
+        # the total from the hot rows when they answer the query (``count``:
+        # hot.count's statement)
         self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where) \
-            if count is None else q("SELECT count(*) FROM {} WHERE {}",
-                                    HOT, count)
+            if count is None else q("SELECT k.n FROM ({}) k(n, first)",
+                                    count)
 
     def answer(self, store):
         if self.with_metadata:
@@ -162,7 +162,9 @@ class EveryMatch(Plan):
     100 ms for 51,906 of 100,000 entries.
 
     With ``head`` (the hot rows, whose narrow rows make a walk in rid
-    order cheap): the count and the first ``lazy.HEAD`` rids in rid order,
+    order cheap; ``head`` is hot.count's statement, which counts them and
+    bounds their first rid): the count and the first ``lazy.HEAD`` rids in
+    rid order (a walk of the primary key from that bound),
     the rest read when first needed (lazy.py); an answer of up to HEAD
     matches is whole at once.  The head costs a second walk of the rows
     (in rid order, or a second bitmap scan and sort when the matches are
@@ -177,7 +179,7 @@ class EveryMatch(Plan):
 
     descending = False
 
-    def __init__(self, where, source=ENTRIES, rid=RID, head=False,
+    def __init__(self, where, source=ENTRIES, rid=RID, head=None,
                  prepare=False, keys_where=None):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
@@ -188,11 +190,13 @@ class EveryMatch(Plan):
         # ``where`` counts key sets)
         keys_where = keys_where or where
         self.head = q(
-            "SELECT (SELECT count(*) FROM {} WHERE {}), ARRAY(SELECT {} "
-            "FROM {} WHERE {} ORDER BY {} LIMIT {})", source, where, rid,
-            source, keys_where, rid, lazy.HEAD) if head else None
+            "SELECT k.n, ARRAY(SELECT {} FROM {} WHERE {} AND {} >= k.first "
+            "ORDER BY {} LIMIT {}) FROM ({}) k(n, first)", rid, source,
+            keys_where, rid, rid, lazy.HEAD, head) \
+            if head is not None else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
-                          rid, source, keys_where) if head else None
+                          rid, source, keys_where) \
+            if head is not None else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
         self.prepare = prepare

@@ -46,6 +46,11 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     one GIN index, kept by a trigger on ``pgcatalog_entries``; counts and
     every-match answers on those indexes alone are read there, never from
     the wide row (:mod:`plone.pgcatalog.hot`).
+``pgcatalog_hot_sets`` / ``pgcatalog_hot_counts``
+    the hot rows' key sets (their keys but ``Subject``'s), which each hot
+    row names, and the number of hot rows of each set, kept by a trigger
+    as insert-only +1 / -1 rows folded from time to time: a count of many
+    matches reads a few rows per set (:mod:`plone.pgcatalog.hot`).
 
 Per-index PostgreSQL indexes are described by the index kinds
 (``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
@@ -75,6 +80,7 @@ LISTS = "pgcatalog_lists"
 HOT = "pgcatalog_hot"
 HOT_NAMES = "pgcatalog_hot_names"
 HOT_SETS = "pgcatalog_hot_sets"
+HOT_COUNTS = "pgcatalog_hot_counts"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
@@ -84,6 +90,8 @@ DDL_LOCK = 0x70676361  # "pgca"
 INDEX_LOCK = 0x70676369  # "pgci"
 #: (this, cid): one process at a time folds a catalog's commit log
 COMPACT_LOCK = 0x70676363  # "pgcc"
+#: one process at a time folds the key sets' counts (db.fold_hot_counts)
+FOLD_LOCK = 0x70676366  # "pgcf"
 
 class IndexSpec:
     """A PostgreSQL index an index kind wants.
@@ -685,8 +693,88 @@ def _v9(conn):
         ON pgcatalog_hot (sid, lo, hi, rid) INCLUDE (rng)""")
 
 
+# The class of a hot row's range value (version 10): 0 none, 1 open (a
+# start, no end: within the range from its start on), 2 any other (an end,
+# or a value of another shape).
+_V10_CLASS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_class(p_lo bigint, p_hi bigint,
+                                               p_rng jsonb)
+RETURNS smallint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT (CASE WHEN p_rng IS NOT NULL THEN 2 WHEN p_lo IS NULL THEN 0
+                 WHEN p_hi = 9223372036854775807 THEN 1 ELSE 2 END)::smallint
+$$"""
+
+# A hot row written, moved to another set or range class, or gone: one
+# insert-only row of +1 / -1 (writers never wait for each other here);
+# ``first``, the row's rid, keeps a lower bound of the set's rids.
+_V10_COUNT = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_count() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' AND OLD.sid IS NOT NULL THEN
+        INSERT INTO pgcatalog_hot_counts (cid, sid, cls, n, first)
+        VALUES (OLD.cid, OLD.sid,
+                pgcatalog_hot_class(OLD.lo, OLD.hi, OLD.rng), -1, OLD.rid);
+    END IF;
+    IF TG_OP <> 'DELETE' AND NEW.sid IS NOT NULL THEN
+        INSERT INTO pgcatalog_hot_counts (cid, sid, cls, n, first)
+        VALUES (NEW.cid, NEW.sid,
+                pgcatalog_hot_class(NEW.lo, NEW.hi, NEW.rng), 1, NEW.rid);
+    END IF;
+    RETURN NULL;
+END
+$$"""
+
+
+def _v10(conn):
+    """Version 10: the key sets' counts.  ``pgcatalog_hot_counts`` holds,
+    per key set and range class, rows whose ``n`` add up to the number of
+    hot rows of that set and class: a trigger on ``pgcatalog_hot`` inserts
+    +1 / -1 rows (insert-only, so concurrent writers never conflict), and
+    ``db.fold_hot_counts`` folds a set's rows into one from time to time.
+    A count of the rows of some sets reads their few rows instead of one
+    index tuple per match (hot.py)."""
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_hot_counts (
+        cid integer NOT NULL,
+        sid integer NOT NULL,
+        cls smallint NOT NULL,
+        n bigint NOT NULL,
+        first bigint NOT NULL
+    ) WITH (autovacuum_vacuum_scale_factor = 0.05,
+            autovacuum_analyze_scale_factor = 0.05)""")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_counts_sid
+        ON pgcatalog_hot_counts (sid, cls) INCLUDE (n, first)""")
+    conn.execute(_V10_CLASS)
+    conn.execute(_V10_COUNT)
+    conn.execute("""INSERT INTO pgcatalog_hot_counts (cid, sid, cls, n,
+        first) SELECT cid, sid, pgcatalog_hot_class(lo, hi, rng), count(*),
+        min(rid) FROM pgcatalog_hot WHERE sid IS NOT NULL
+        GROUP BY 1, 2, 3""")
+    for name in ("insert", "delete", "update"):
+        conn.execute("DROP TRIGGER IF EXISTS pgcatalog_hot_count_%s ON "
+                     "pgcatalog_hot" % name)
+    conn.execute("""CREATE TRIGGER pgcatalog_hot_count_insert
+        AFTER INSERT ON pgcatalog_hot FOR EACH ROW
+        EXECUTE FUNCTION pgcatalog_hot_count()""")
+    conn.execute("""CREATE TRIGGER pgcatalog_hot_count_delete
+        AFTER DELETE ON pgcatalog_hot FOR EACH ROW
+        EXECUTE FUNCTION pgcatalog_hot_count()""")
+    # an update within the same set and class costs no call
+    conn.execute("""CREATE TRIGGER pgcatalog_hot_count_update
+        AFTER UPDATE ON pgcatalog_hot FOR EACH ROW
+        WHEN (OLD.sid IS DISTINCT FROM NEW.sid
+              OR pgcatalog_hot_class(OLD.lo, OLD.hi, OLD.rng) IS DISTINCT
+                 FROM pgcatalog_hot_class(NEW.lo, NEW.hi, NEW.rng))
+        EXECUTE FUNCTION pgcatalog_hot_count()""")
+    # the range rows counted one by one (hot.py): those with an end or of
+    # another shape, few
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_closed
+        ON pgcatalog_hot (sid, lo, hi) INCLUDE (rng)
+        WHERE hi <> 9223372036854775807 OR rng IS NOT NULL""")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
 
 SCHEMA_VERSION = len(STEPS)
 

@@ -583,6 +583,7 @@ class CatalogSession:
         if drops:
             ddl.drop_unused(self.dsn, sorted(drops))
         if big:
+            db.fold_hot_counts(self.dsn)
             db.analyze(self.dsn)
 
     def tpc_abort(self, txn):

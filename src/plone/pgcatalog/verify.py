@@ -211,6 +211,7 @@ class Verifier:
         processQueue()  # CMFCore's queued (re)indexing goes first
         self.check_entries()
         self.check_hot_orphans()
+        self.check_hot_counts()
         self.find_missing()
         return self.report.finish()
 
@@ -310,6 +311,23 @@ class Verifier:
                 self.on_batch()
         elif rids:
             self.report.unrepaired += len(rids)
+
+    def check_hot_counts(self):
+        """Key sets whose counts do not add up to their hot rows
+        (``stale_hot``, named ``set:N``): counted again by a repair."""
+        store = self.catalog._pgc_store()
+        wrong = verifystore.hot_count_mismatches(store, HOT_ORPHANS_MAX)
+        for sid, cls, counted, rows in wrong:
+            self.report.add("stale_hot", "set:%d" % sid,
+                            "range class %d: counted %d, %d rows"
+                            % (cls, counted, rows))
+        if wrong and self.report.repair:
+            hot.recount(store.session, store.cid)
+            self.report.repaired += len(wrong)
+            if self.on_batch is not None:
+                self.on_batch()
+        elif wrong:
+            self.report.unrepaired += len(wrong)
 
     def _noter(self, todo, count):
         """``note(kind, path, detail, action, obj=None)``: a difference goes

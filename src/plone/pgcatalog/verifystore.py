@@ -114,6 +114,24 @@ def hot_mismatches(store, rids):
         ident(schema.HOT_SETS)))}
 
 
+def hot_count_mismatches(store, limit):
+    """Up to ``limit`` ``(sid, cls, counted, rows)`` of the catalog's key
+    sets whose counts (``pgcatalog_hot_counts``) do not add up to their hot
+    rows, or whose bound of the first rid is above it (hot.py; one
+    statement, reading every hot row of the catalog)."""
+    return [tuple(r) for r in store.rows(q(
+        "SELECT coalesce(a.sid, k.sid), coalesce(a.cls, k.cls), "
+        "coalesce(k.n, 0), coalesce(a.n, 0) FROM (SELECT h.sid, "
+        "pgcatalog_hot_class(h.lo, h.hi, h.rng) AS cls, count(*) AS n, "
+        "min(h.rid) AS first FROM {} h WHERE h.cid = {} AND h.sid IS NOT "
+        "NULL GROUP BY 1, 2) a FULL JOIN (SELECT k.sid, k.cls, sum(k.n) AS "
+        "n, min(k.first) AS first FROM {} k WHERE k.cid = {} GROUP BY 1, 2) "
+        "k ON k.sid = a.sid AND k.cls = a.cls WHERE coalesce(a.n, 0) <> "
+        "coalesce(k.n, 0) OR k.first > a.first ORDER BY 1, 2 LIMIT {}",
+        ident(schema.HOT), store.cid, ident(schema.HOT_COUNTS), store.cid,
+        literal(int(limit))))]
+
+
 def hot_orphans(store, limit):
     """Up to ``limit`` rids of the catalog's hot rows without an entry."""
     return [r[0] for r in store.rows(q(

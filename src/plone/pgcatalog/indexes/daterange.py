@@ -48,11 +48,11 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
             return None
         term = self._convertDateTime(iq.keys[0])
         if term is None:
-            return hot.Ranged(hot.range_present())
+            return hot.Ranged(hot.range_present(), present=True)
         if not hot.BIGINT_MIN < term < hot.BIGINT_MAX:
             return None
         return hot.Ranged(hot.range_contains(
-            term, self._pgc_range_sql(hot.RANGE, iq)))
+            term, self._pgc_range_sql(hot.RANGE, iq)), term)
 
     def _pgc_range_sql(self, expr, iq):
         """The query's condition on ``expr``, the entry's ``[since,

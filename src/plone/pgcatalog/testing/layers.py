@@ -35,6 +35,8 @@ from plone.pgcatalog.testing import pgserver
 _TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
            schema.COMMITS, schema.INDEXES, schema.HOT_NAMES, schema.HOT_SETS,
            schema.HOT)
+#: emptied with them, filled again by the trigger of the rows restored
+_DERIVED = (schema.HOT_COUNTS,)
 
 
 def snapshot():
@@ -60,7 +62,8 @@ def restore(data):
     with db.get_pool().connection() as conn:
         with conn.transaction():
             db.run(conn, q("TRUNCATE {} CASCADE",
-                           join(", ", [ident(t) for t in _TABLES])))
+                           join(", ", [ident(t) for t in
+                                       _TABLES + _DERIVED])))
             for table in _TABLES:
                 rows = [r[0] for r in data[table]]
                 if rows:

@@ -743,13 +743,19 @@ class TestTextRows(ManagerWithoutCache):
 
     def test_same_answer_and_order_without_the_entries(self):
         for text in ("apple", "banana OR cherry", "apple AND NOT durian",
-                     "cher*", "nothing", '"apple banana"'):
+                     "cher*", "nothing", '"apple banana"',
+                     "(apple AND banana) OR durian"):
             query = {"SearchableText": text}
             found, sent = statements(self.catalog,
                                      lambda: self.answer(query))
             search = [s for s in sent if "array_agg" in s][0]
             self.assertIn('FROM "pgcatalog_text" e', search, text)
             self.assertNotIn("pgcatalog_entries", search, text)
+            # words and phrases: scored from what the scan read of the row
+            # (scoring.rank_columns); a glob, or a union's branch scored
+            # when it matched, reads more of it
+            self.assertEqual("CROSS JOIN LATERAL" in search, text in (
+                "cher*", "(apple AND banana) OR durian"), text)
             # the same search beside a condition every entry meets: read
             # through the entries
             self.assertEqual(found, self.answer(dict(query, path="/plone")),

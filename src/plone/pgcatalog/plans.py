@@ -274,14 +274,23 @@ class TextRelevance(Plan):
     """A text search by relevance whose only condition is the text one,
     without a page: matched and scored in one pass over the text rows
     (``TEXT_ROWS``; the score reads the row it matched instead of looking
-    it up again), ordered as Relevance orders."""
+    it up again), ordered as Relevance orders.  ``rank``: the score of
+    the row ``e``, or ``(columns, score)`` (scoring.rank_columns): what
+    the score reads of the row, read in the scan, and the score over it
+    (``s``), without a sub-select per row."""
 
     def __init__(self, where, rank):
+        if isinstance(rank, tuple):
+            columns, rank = rank
+            scored = q("SELECT s.rid, ({})::float8 AS score FROM (SELECT "
+                       "e.rid, {} FROM {} WHERE {} OFFSET 0) s", rank,
+                       columns, TEXT_ROWS, where)
+        else:
+            scored = q("SELECT e.rid, ({})::float8 AS score FROM {} WHERE {}",
+                       rank, TEXT_ROWS, where)
         self.statement = q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
-            "FROM (SELECT e.rid, ({})::float8 AS score FROM {} WHERE {} "
-            "OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, rank, TEXT_ROWS,
-            where)
+            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)
 
     def answer(self, store):
         count, rids, raw = _fetch(store, self.statement)

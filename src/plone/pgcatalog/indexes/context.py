@@ -22,7 +22,8 @@ class QueryContext:
         #: relevance Fragments over the entry ``e`` (summed for ordering)
         self.ranks = []
         #: each text condition again, over the text row ``e`` itself
-        #: (``pgcatalog_text``), with a callable making its score there: a
+        #: (``pgcatalog_text``), with a callable making its score there (a
+        #: Fragment, or ``(columns, score)``: plans.TextRelevance): a
         #: text search with no other condition reads its matches there,
         #: without the entries (compiler.py)
         self.text_rows = []

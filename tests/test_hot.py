@@ -749,6 +749,9 @@ class TestTextRows(ManagerWithoutCache):
             found, sent = statements(self.catalog,
                                      lambda: self.answer(query))
             search = [s for s in sent if "array_agg" in s][0]
+            # (a small answer's metadata is read with it, plans.py)
+            search = search.split(" LEFT JOIN LATERAL (SELECT array_agg("
+                                  "e.rid) AS r")[0]
             self.assertIn('FROM "pgcatalog_text" e', search, text)
             self.assertNotIn("pgcatalog_entries", search, text)
             # words and phrases: scored from what the scan read of the row

@@ -477,6 +477,10 @@ class TestTransactions(unittest.TestCase):
         self.assertIn("gamma", self._subjects())
 
 
+#: how a window of brains' metadata is read (store.metadata_window)
+WINDOW = "SELECT e.rid, e.path, m.meta::text FROM"
+
+
 class TestPagedResults(unittest.TestCase):
     """A page (b_size / sort_limit) is fetched alone; its total
     (actual_result_count) is counted when first read, or known at once
@@ -549,6 +553,37 @@ class TestPagedResults(unittest.TestCase):
             self.assertEqual(rids, sorted(rids, reverse=reverse), query)
         paths = [b.getPath() for b in catalog(portal_type="Document")]
         self.assertEqual(paths[0], "/plone/d00")
+
+    def test_small_answers_come_with_their_brains(self):
+        # an answer of up to plans.SMALL_WITH_METADATA matches reads its
+        # brains' metadata in the search statement: a UID lookup, a short
+        # listing, sorted or not, cost one statement with their brains
+        from plone.pgcatalog import plans
+        catalog = self.catalog
+        portal = self.layer["portal"]
+        uid = portal.d03.UID()
+        for query in (dict(UID=uid), dict(portal_type="Document"),
+                      dict(portal_type="Document", sort_on="sortable_title"),
+                      dict(path={"query": "/plone", "depth": 1},
+                           sort_on="getObjPositionInParent"),
+                      dict(SearchableText="T")):
+            brains, ran = self._statements(lambda: [
+                (b.getPath(), b.Title, b.UID, b.getURL())
+                for b in catalog(**query)])
+            # no window of metadata read after the search (store.py)
+            self.assertFalse([s for s in ran if s.startswith(WINDOW)],
+                             (query, ran))
+            self.assertTrue(brains, query)
+            self.assertIn((portal.d03.absolute_url_path(), "T 3", uid,
+                           portal.d03.absolute_url()), brains, query)
+        # a bigger answer reads its brains by windows, as before
+        for i in range(12, plans.SMALL_WITH_METADATA + 1):
+            portal.invokeFactory("Document", "d%02d" % i, title="T")
+        catalog(portal_type="Document")     # flush the indexing queue
+        brains, ran = self._statements(lambda: [
+            b.Title for b in catalog(portal_type="Document")])
+        self.assertEqual(len(brains), plans.SMALL_WITH_METADATA + 1)
+        self.assertTrue([s for s in ran if s.startswith(WINDOW)])
 
     def test_total_counted_only_when_read(self):
         catalog = self.catalog

@@ -33,6 +33,7 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
+from plone.pgcatalog.fragment import literal
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog import lazy
@@ -65,6 +66,40 @@ def tie_break(reverse):
 
 def _fetch(store, statement, prepare=False):
     return store.execute(statement, prepare=prepare, binary=True).fetchone()
+
+
+#: an answer of up to this many matches comes with its brains' metadata
+#: (results.FIRST_WINDOW: what the first brain read would fetch)
+SMALL_WITH_METADATA = 32
+
+
+def with_small_metadata(statement, columns, rids):
+    """``statement`` (one row of ``columns`` columns, column ``rids`` the
+    matches' rids) followed by three columns: when there are no more than
+    ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
+    brains a caller reads next, without a second round trip: a UID
+    lookup, a short listing); else nulls, at no cost."""
+    names = join(", ", [ident("c%d" % n) for n in range(columns)])
+    found = ident("c%d" % rids)
+    return q("SELECT s.*, w.r, w.p, w.m FROM ({}) s({}) LEFT JOIN LATERAL "
+             "(SELECT array_agg(e.rid) AS r, array_agg(e.path) AS p, "
+             "array_agg(m.meta::text) AS m FROM {} LEFT JOIN {} ON m.rid = "
+             "e.rid WHERE e.rid = ANY(s.{}) AND cardinality(s.{}) <= {}) w "
+             "ON true", statement, names, ENTRIES, META, found, found,
+             literal(SMALL_WITH_METADATA))
+
+
+def keep_small_metadata(store, answer, rids, paths, metas):
+    """Give ``answer`` the metadata :func:`with_small_metadata` read (and
+    the transaction its rids' paths)."""
+    if not rids:
+        return
+    known = store.known
+    for rid, path, meta in zip(rids, paths, metas):
+        store.paths[rid] = path
+        if meta is not None:
+            known.add(path)
+        answer.meta[rid] = (path, meta)
 
 
 class Plan:
@@ -183,8 +218,10 @@ class EveryMatch(Plan):
                  prepare=False, keys_where=None):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
-        self.statement = q("SELECT count(*), array_agg({}) FROM {} "
-                           "WHERE {}", rid, source, where)
+        #: every match (count, rids): a big answer's rest (lazy.py)
+        self.every = q("SELECT count(*), array_agg({}) FROM {} WHERE {}",
+                       rid, source, where)
+        self.statement = with_small_metadata(self.every, 2, 1)
         # ``keys_where``: the same matches in a form the planner can
         # estimate and walk in rid order (hot.where's keys form, when
         # ``where`` counts key sets)
@@ -202,10 +239,12 @@ class EveryMatch(Plan):
         self.prepare = prepare
 
     def matches(self, store):
+        """``(count, rids, small)``: ``small``, the metadata of a small
+        answer (:func:`keep_small_metadata`'s arguments)."""
         row = _fetch(store, self.statement, self.prepare)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
-        return row[0], rids
+        return row[0], rids, row[2:]
 
     def estimated(self, store):
         """PostgreSQL's estimate of the number of matches."""
@@ -225,12 +264,14 @@ class EveryMatch(Plan):
 
     def answer(self, store):
         if self.head is None or self.small(store):
-            count, rids = self.matches(store)
-            return Answer(rids, count)
+            count, rids, small = self.matches(store)
+            answer = Answer(rids, count)
+            keep_small_metadata(store, answer, *small)
+            return answer
         count, rids = _fetch(store, self.head)
         answer = Answer(rids, count)
         if count > len(rids):
-            answer.rest = self.statement
+            answer.rest = self.every
         return answer
 
 
@@ -266,8 +307,10 @@ class Relevance(EveryMatch):
                  RELEVANCE_ORDER, self.rank, rids)
 
     def answer(self, store):
-        count, rids = self.matches(store)
-        return Answer(rids, count, scoring=self.scoring)
+        count, rids, small = self.matches(store)
+        answer = Answer(rids, count, scoring=self.scoring)
+        keep_small_metadata(store, answer, *small)
+        return answer
 
 
 class TextRelevance(Plan):
@@ -288,14 +331,17 @@ class TextRelevance(Plan):
         else:
             scored = q("SELECT e.rid, ({})::float8 AS score FROM {} WHERE {}",
                        rank, TEXT_ROWS, where)
-        self.statement = q(
+        self.statement = with_small_metadata(q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
-            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)
+            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER,
+            scored), 3, 1)
 
     def answer(self, store):
-        count, rids, raw = _fetch(store, self.statement)
+        count, rids, raw, *small = _fetch(store, self.statement)
         ordered, scores = by_relevance(rids, raw)
-        return Answer(ordered, count, scores)
+        answer = Answer(ordered, count, scores)
+        keep_small_metadata(store, answer, *small)
+        return answer
 
 
 class RelevancePage(Plan):
@@ -342,10 +388,11 @@ class UnlimitedSort(Plan):
         keyed = and_(*presents)
 
         def select(tie):
-            return q("SELECT count(*), array_agg(e.rid ORDER BY {}) FILTER "
-                     "(WHERE {}), count(*) FILTER (WHERE {}) FROM {} "
-                     "WHERE {}", join(", ", list(order) + [tie]), keyed,
-                     keyed, ENTRIES, where)
+            return with_small_metadata(q(
+                "SELECT count(*), array_agg(e.rid ORDER BY {}) FILTER "
+                "(WHERE {}), count(*) FILTER (WHERE {}) FROM {} WHERE {}",
+                join(", ", list(order) + [tie]), keyed, keyed, ENTRIES,
+                where), 3, 1)
 
         tie = tie_break(reverse)
         self.statement = select(tie)
@@ -357,7 +404,7 @@ class UnlimitedSort(Plan):
                 self.ties = select(RID)
 
     def answer(self, store):
-        rlen, rids, keyed = _fetch(store, self.statement)
+        rlen, rids, keyed, *small = _fetch(store, self.statement)
         rids = rids or []
         count = keyed
         index = self.iterate_index
@@ -368,7 +415,9 @@ class UnlimitedSort(Plan):
                 count = rlen
                 if self.ties is not None and keyed > 1:
                     rids = _fetch(store, self.ties)[1] or []
-        return Answer(rids, count)
+        answer = Answer(rids, count)
+        keep_small_metadata(store, answer, *small)
+        return answer
 
     @staticmethod
     def walkable_size(index, store):
@@ -420,14 +469,16 @@ class PythonSorted(Plan):
         aggregates = join("", [q(", array_agg(s.{})", _column(n))
                                for n in range(len(ranks))])
         # arrays in any (but the same) order: put in rid order in Python
-        self.statement = q("SELECT array_agg(s.rid), array_agg(s.path){} "
-                           "FROM ({}) s", aggregates, inner)
+        self.statement = with_small_metadata(q(
+            "SELECT array_agg(s.rid), array_agg(s.path){} FROM ({}) s",
+            aggregates, inner), 2 + len(ranks), 0)
 
     def answer(self, store):
         row = _fetch(store, self.statement)
         rids = row[0] or []
         paths = row[1] or []
-        sql_keys = row[2:]
+        sql_keys = row[2:-3]
+        small = row[-3:]
         if rids:
             # rid order (the order ties keep, as in ZCatalog's sort)
             order = sorted(range(len(rids)), key=rids.__getitem__)
@@ -441,6 +492,7 @@ class PythonSorted(Plan):
             self.b_size, rids, paths, sql_keys)
         answer = Answer(*reorder(self.sort_indexes))
         answer.reorder = reorder
+        keep_small_metadata(store, answer, *small)
         return answer
 
 

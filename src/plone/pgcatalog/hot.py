@@ -81,6 +81,13 @@ object's ``_pgc_hot_sets`` (``{cid: True}``, what the compiler reads), in
 the transaction that registers the index; an index not so marked is
 answered from the keys, always right.
 
+Counts by key set (schema version 10): ``pgcatalog_hot_counts`` holds, per
+key set and range class, insert-only +1 / -1 rows that a trigger on the hot
+rows writes, folded from time to time (``db.fold_hot_counts``); a count whose
+key conditions are all on indexes in the sets adds the matching sets' rows
+instead of visiting one index tuple per match (:func:`count`), and the least
+rid a set ever received bounds where a walk for the first matches starts.
+
 Used by the compiler for every-match answers and a batch's total when
 every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
 anything else reads ``pgcatalog_entries`` as before.

@@ -266,6 +266,19 @@ def range_contains(term, exact):
              term, term, exact)
 
 
+def _in_sets(keys):
+    """Whether every key condition ``keys`` is on indexes in the key
+    sets."""
+    return all(isinstance(c, KeyCondition) and c.sets for c in keys)
+
+
+def _set_ids(cid, keys):
+    """The ids of catalog ``cid``'s key sets meeting the key conditions
+    ``keys`` (an array)."""
+    return q("ARRAY(SELECT s.sid FROM {} s WHERE {})", HOT_SETS,
+             and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
+
+
 def where(cid, conditions, sets=True):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
     of a query (Fragments over ``h``, or :class:`Ranged` ones), or None
@@ -282,12 +295,10 @@ def where(cid, conditions, sets=True):
     if not keys:
         return None
     ranged = [c.fragment for c in conditions if isinstance(c, Ranged)]
-    if sets and all(isinstance(c, KeyCondition) and c.sets for c in keys):
+    if sets and _in_sets(keys):
         # (no ``h.cid``: the sets are the catalog's, and a condition on a
         # column the B-tree does not hold would visit every row)
-        chosen = q("h.sid = ANY(ARRAY(SELECT s.sid FROM {} s WHERE {}))",
-                   HOT_SETS, and_(q("s.cid = {}", cid),
-                                  *[c.on_sets() for c in keys]))
+        chosen = q("h.sid = ANY({})", _set_ids(cid, keys))
         return and_(chosen, *ranged)
     return and_(q("h.cid = {}", cid), *(keys + ranged))
 
@@ -323,12 +334,10 @@ def count(cid, conditions):
     if not keys:
         return None
     ranged = [c for c in conditions if isinstance(c, Ranged)]
-    if len(ranged) > 1 or not all(c.counted for c in ranged) or not all(
-            isinstance(c, KeyCondition) and c.sets for c in keys):
+    if len(ranged) > 1 or not all(c.counted for c in ranged) or \
+            not _in_sets(keys):
         return q("SELECT count(*), {}::bigint FROM {} WHERE {}", BIGINT_MIN,
                  HOT, where(cid, conditions, sets=False))
-    ids = q("ARRAY(SELECT s.sid FROM {} s WHERE {})", HOT_SETS,
-            and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
     # the sets' ids are found once (a materialized CTE; a sub-select in
     # FROM would be found again for each use)
     mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
@@ -346,7 +355,7 @@ def count(cid, conditions):
     return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT ({})::bigint, "
              "min(k.first) FROM {} k WHERE k.sid = ANY((SELECT i.ids FROM i)"
              "::integer[])",
-             ids, total, HOT_COUNTS)
+             _set_ids(cid, keys), total, HOT_COUNTS)
 
 
 # -- registering ------------------------------------------------------------
@@ -482,7 +491,15 @@ def recount(session, cid):
     session.execute_write(cid, q(
         "DELETE FROM {} WHERE cid = {}", HOT_COUNTS, cid))
     session.execute_write(cid, q(
-        "INSERT INTO {} (cid, sid, cls, n, first) SELECT h.cid, h.sid, "
-        "pgcatalog_hot_class(h.lo, h.hi, h.rng), count(*), min(h.rid) FROM "
-        "{} h WHERE h.cid = {} AND h.sid IS NOT NULL GROUP BY 1, 2, 3",
-        HOT_COUNTS, ident(schema.HOT), cid))
+        "INSERT INTO {} (cid, sid, cls, n, first) {}", HOT_COUNTS,
+        counted(cid)))
+
+
+def counted(cid):
+    """Catalog ``cid``'s hot rows counted by key set and range class, as
+    ``pgcatalog_hot_counts`` should add them up: ``(cid, sid, cls, n,
+    first)``, ``first`` their least rid."""
+    return q("SELECT h.cid, h.sid, pgcatalog_hot_class(h.lo, h.hi, h.rng) "
+             "AS cls, count(*) AS n, min(h.rid) AS first FROM {} h WHERE "
+             "h.cid = {} AND h.sid IS NOT NULL GROUP BY 1, 2, 3",
+             ident(schema.HOT), cid)

@@ -74,37 +74,34 @@ def _fetch(store, statement, prepare=False):
 SMALL_WITH_METADATA = 32
 
 
-def with_small_metadata(statement, columns, rids):
+def with_small_metadata(statement, columns, rids, paths=True):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
-    matches' rids) followed by three columns: when there are no more than
+    matches' rids) followed by, when there are no more than
     ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
     brains a caller reads next, without a second statement); else nulls,
-    at no cost.  For prepared statements only: the join to the entries
-    costs about 0.5 ms of planning (their expression indexes), which a
-    generic plan pays once (a UID lookup with its brain: 0.8 -> 0.24 ms),
-    and an unprepared statement each time, as much as the window of
-    metadata it saves."""
+    at no cost.  ``paths`` False: the statement gives the paths already,
+    rids and metadata only follow (no join to the entries: planned in
+    about 0.1 ms).
+
+    For prepared statements, or without ``paths``: the join to the
+    entries costs about 0.5 ms of planning (their expression indexes),
+    which a generic plan pays once (a UID lookup with its brain: 0.8 ->
+    0.24 ms), and an unprepared statement each time, as much as the window
+    of metadata it saves."""
     names = join(", ", [ident("c%d" % n) for n in range(columns)])
     found = ident("c%d" % rids)
-    return q("SELECT s.*, w.r, w.p, w.m FROM ({}) s({}) LEFT JOIN LATERAL "
-             "(SELECT array_agg(e.rid) AS r, array_agg(e.path) AS p, "
-             "array_agg(m.meta::text) AS m FROM {} LEFT JOIN {} ON m.rid = "
-             "e.rid WHERE e.rid = ANY(s.{}) AND cardinality(s.{}) <= {}) w "
-             "ON true", statement, names, ENTRIES, META, found, found,
-             literal(SMALL_WITH_METADATA))
-
-
-def with_small_meta(statement, columns, rids):
-    """``statement`` (as :func:`with_small_metadata`'s, which already
-    gives the matches' paths) followed by two columns: when there are no
-    more than ``SMALL_WITH_METADATA`` matches, their rids and metadata
-    (no join to the entries: planned in about 0.1 ms); else nulls."""
-    names = join(", ", [ident("c%d" % n) for n in range(columns)])
-    found = ident("c%d" % rids)
-    return q("SELECT s.*, w.r, w.m FROM ({}) s({}) LEFT JOIN LATERAL "
-             "(SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
-             "FROM {} WHERE m.rid = ANY(s.{}) AND cardinality(s.{}) <= {}) "
-             "w ON true", statement, names, META, found, found,
+    if paths:
+        columns, source = q("w.r, w.p, w.m"), q(
+            "SELECT array_agg(e.rid) AS r, array_agg(e.path) AS p, "
+            "array_agg(m.meta::text) AS m FROM {} LEFT JOIN {} ON m.rid = "
+            "e.rid WHERE e.rid", ENTRIES, META)
+    else:
+        columns, source = q("w.r, w.m"), q(
+            "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
+            "FROM {} WHERE m.rid", META)
+    return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
+             "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
+             statement, names, source, found, found,
              literal(SMALL_WITH_METADATA))
 
 
@@ -485,9 +482,9 @@ class PythonSorted(Plan):
                                for n in range(len(ranks))])
         # arrays in any (but the same) order: put in rid order in Python
         # (a short listing with its brains' metadata: the paths are here)
-        self.statement = with_small_meta(q(
+        self.statement = with_small_metadata(q(
             "SELECT array_agg(s.rid), array_agg(s.path){} FROM ({}) s",
-            aggregates, inner), 2 + len(ranks), 0)
+            aggregates, inner), 2 + len(ranks), 0, paths=False)
 
     def answer(self, store):
         row = _fetch(store, self.statement)

@@ -8,6 +8,7 @@ values differ from freshly computed ones (compared by PostgreSQL itself, as
 the writer sends is not).  Every function takes the catalog's store
 (``store.CatalogStore``) of the current transaction.
 """
+from plone.pgcatalog import hot
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import literal
@@ -121,15 +122,12 @@ def hot_count_mismatches(store, limit):
     statement, reading every hot row of the catalog)."""
     return [tuple(r) for r in store.rows(q(
         "SELECT coalesce(a.sid, k.sid), coalesce(a.cls, k.cls), "
-        "coalesce(k.n, 0), coalesce(a.n, 0) FROM (SELECT h.sid, "
-        "pgcatalog_hot_class(h.lo, h.hi, h.rng) AS cls, count(*) AS n, "
-        "min(h.rid) AS first FROM {} h WHERE h.cid = {} AND h.sid IS NOT "
-        "NULL GROUP BY 1, 2) a FULL JOIN (SELECT k.sid, k.cls, sum(k.n) AS "
-        "n, min(k.first) AS first FROM {} k WHERE k.cid = {} GROUP BY 1, 2) "
-        "k ON k.sid = a.sid AND k.cls = a.cls WHERE coalesce(a.n, 0) <> "
-        "coalesce(k.n, 0) OR k.first > a.first ORDER BY 1, 2 LIMIT {}",
-        ident(schema.HOT), store.cid, ident(schema.HOT_COUNTS), store.cid,
-        literal(int(limit))))]
+        "coalesce(k.n, 0), coalesce(a.n, 0) FROM ({}) a FULL JOIN (SELECT "
+        "k.sid, k.cls, sum(k.n) AS n, min(k.first) AS first FROM {} k WHERE "
+        "k.cid = {} GROUP BY 1, 2) k ON k.sid = a.sid AND k.cls = a.cls "
+        "WHERE coalesce(a.n, 0) <> coalesce(k.n, 0) OR k.first > a.first "
+        "ORDER BY 1, 2 LIMIT {}", hot.counted(store.cid),
+        ident(schema.HOT_COUNTS), store.cid, literal(int(limit))))]
 
 
 def hot_orphans(store, limit):

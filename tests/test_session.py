@@ -129,6 +129,33 @@ class TestSession(unittest.TestCase):
         result_cache.forget()
         self.assertEqual(ids(self.catalog(id="early")), [])
 
+    def test_an_aborted_read_keeps_the_prepared_lookups(self):
+        # a transaction that only read ends with COMMIT even when the ZODB
+        # aborts it: psycopg deallocates every prepared statement of the
+        # connection when it sees a ROLLBACK, and the next request would
+        # plan its UID lookups again
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        transaction.commit()
+        uid = self.portal.kept.UID()
+        result_cache.forget()
+        self.assertEqual(ids(self.catalog.unrestrictedSearchResults(
+            UID=uid)), ["kept"])
+        conn = self.session().conn
+        self.assertIsNotNone(conn)
+        transaction.abort()
+        names = [row[0] for row in conn.execute(
+            "SELECT statement FROM pg_prepared_statements").fetchall()]
+        self.assertTrue([n for n in names if "'UID'" in n], names)
+        # a transaction that wrote still rolls back
+        self.portal.kept.setTitle("Changed")
+        self.portal.kept.reindexObject()
+        found = self.catalog.unrestrictedSearchResults(UID=uid)
+        self.assertEqual([b.Title for b in found], ["Changed"])
+        self.assertTrue(self.session().wrote)
+        transaction.abort()
+        found = self.catalog.unrestrictedSearchResults(UID=uid)
+        self.assertEqual([b.Title for b in found], ["Kept"])
+
     def test_two_phase_commit_leaves_nothing_prepared(self):
         if not db.two_phase(config.get_dsn()):
             self.skipTest("the server has no prepared transactions")

@@ -501,7 +501,7 @@ class CatalogSession:
         return "~plone.pgcatalog:%d" % id(self)
 
     def abort(self, txn):
-        self._end(commit=False)
+        self._end()
 
     def tpc_begin(self, txn):
         pass
@@ -577,7 +577,7 @@ class CatalogSession:
         big = self.rows_written >= db.ANALYZE_AFTER_ROWS
         drops, self.drops = self.drops, {}
         hooks, self.commit_hooks = self.commit_hooks, []
-        self._end(commit=True)
+        self._end()
         for hook in hooks:
             hook()
         if drops:
@@ -590,7 +590,7 @@ class CatalogSession:
         if self.prepared is not None:
             gid, self.prepared = self.prepared, None
             self._finish_prepared(gid, "ROLLBACK PREPARED")
-        self._end(commit=False)
+        self._end()
 
     def _finish_prepared(self, gid, command):
         statement = sql.SQL(command + " {}").format(sql.Literal(gid))
@@ -616,7 +616,7 @@ class CatalogSession:
             command, gid)
         db.unresolved(self.dsn, gid, command)
 
-    def _end(self, commit):
+    def _end(self):
         """End the PostgreSQL transaction (if any) and give the connection
         back to the pool."""
         conn = self.conn
@@ -627,8 +627,15 @@ class CatalogSession:
                 conn = self.conn
             if conn is not None and self.begun:
                 try:
-                    conn.execute("COMMIT" if commit and not self.wrote
-                                 else "ROLLBACK", prepare=False)
+                    # A transaction that holds no writes ends with COMMIT
+                    # even when the ZODB's aborts: the two are the same to
+                    # PostgreSQL, but psycopg forgets every statement it
+                    # prepared on this connection when it sees a ROLLBACK,
+                    # so a request that aborts (a conflict retry, a view
+                    # that aborts, a test) would have the next one parse
+                    # and plan its prepared lookups again (about 1 ms).
+                    conn.execute("ROLLBACK" if self.wrote else "COMMIT",
+                                 prepare=False)
                 except psycopg.Error:
                     logger.warning("ending the catalog transaction failed; "
                                    "discarding the connection",

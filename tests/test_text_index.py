@@ -207,12 +207,13 @@ def fetch(env, fragment):
 
 def scored(qc, where, cid=None):
     """The statement giving each match's path and relevance."""
-    assert len(qc.ranks) == 1
+    ranks = qc.rank_fragments()
+    assert len(ranks) == 1
     if cid is None:
         return q("SELECT e.path, {} FROM pgcatalog_entries e WHERE {}",
-                 qc.ranks[0], where)
+                 ranks[0], where)
     return q("SELECT e.path, {} FROM pgcatalog_entries e WHERE e.cid = {} "
-             "AND {}", qc.ranks[0], cid, where)
+             "AND {}", ranks[0], cid, where)
 
 
 def pg_search(env, name, value):

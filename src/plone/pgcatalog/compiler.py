@@ -96,8 +96,8 @@ def compile_search(catalog, query, store, window=None):
                 condition, rank = qc.text_rows[0]
                 return plans.TextRelevance(
                     and_(q("e.cid = {}", store.cid), condition), rank())
-            return plans.Relevance(where, qc.ranks)
-        return plans.RelevancePage(where, qc.ranks, window)
+            return plans.Relevance(where, qc.rank_fragments())
+        return plans.RelevancePage(where, qc.rank_fragments(), window)
     if window.b_size is None:
         if hot_where is not None:
             return plans.EveryMatch(hot_where, source=hot.HOT,

@@ -19,7 +19,8 @@ class QueryContext:
         self.text_stats = text_stats
         self.text_df = text_df
         self.text_prefetch = text_prefetch
-        #: relevance Fragments over the entry ``e`` (summed for ordering)
+        #: relevance Fragments over the entry ``e`` (summed for ordering),
+        #: or callables making them (:meth:`rank_fragments`)
         self.ranks = []
         #: each text condition again, over the text row ``e`` itself
         #: (``pgcatalog_text``), with a callable making its score there (a
@@ -31,7 +32,22 @@ class QueryContext:
         self.participants = []
 
     def add_rank(self, expr):
-        """Add a relevance expression (a Fragment)."""
-        if not isinstance(expr, Fragment):
+        """Add a relevance expression: a Fragment, or a callable making
+        it, called only if the plan orders by relevance through the
+        entries (a text search alone is scored over its text rows:
+        ``text_rows``)."""
+        if not isinstance(expr, Fragment) and not callable(expr):
             raise TypeError("a relevance expression is a Fragment")
         self.ranks.append(expr)
+
+    def rank_fragments(self):
+        """The relevance expressions, made."""
+        made = []
+        for expr in self.ranks:
+            if not isinstance(expr, Fragment):
+                expr = expr()
+                if not isinstance(expr, Fragment):
+                    raise TypeError("a relevance expression is a Fragment")
+            made.append(expr)
+        self.ranks = made
+        return made

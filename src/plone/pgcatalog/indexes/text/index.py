@@ -157,7 +157,7 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         if node is None or node is FALSE:
             # ZCatalog: an empty (or None) index result short-circuits.
             return NO_MATCH
-        qc.add_rank(self.pgc_rank_sql(node, qc))
+        qc.add_rank(lambda: self.pgc_rank_sql(node, qc))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
             # the score over the text row, made only if the compiler

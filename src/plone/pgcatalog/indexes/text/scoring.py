@@ -151,7 +151,20 @@ def rank_columns(index_id, node, qc=None, mode="okapi"):
     score = scorer.score(node)
     if scorer.globs or scorer.gated:
         return None
-    return scorer.word_columns(q("e")), score
+    return scorer.word_columns(q("e"), present=_every_word_required(node)), \
+        score
+
+
+def _every_word_required(node):
+    """Whether a row matching ``node`` holds each of its scored words (no
+    union, no glob): a word missing from the stored frequencies then
+    occurs once, without looking it up in the tsvector (two words of
+    100,000 entries: 7.7 -> 6.3 ms over 2,386 rows)."""
+    if isinstance(node, (_Word, _Phrase)):
+        return True
+    if isinstance(node, _And):
+        return all(_every_word_required(n) for n in node.pos)
+    return False
 
 
 def _okapi(index_id, node, qc):
@@ -283,17 +296,22 @@ class _Scorer:
                  ident("s", _column("gl", col)),
                  ident("s", _column("gc", col)))
 
-    def word_columns(self, row):
+    def word_columns(self, row, present=False):
         """What the score of the words reads of the text row ``row`` (an
         alias): its length and each word's term frequency, stored beside
         the tsvector (a word's count when above 1, else 1 if the row holds
         the word; ``tf`` NULL: a row written before term frequencies were
-        kept)."""
+        kept).  ``present``: the rows read hold every word (the match
+        requires them all), so an absent count is 1."""
+        def once(lex):
+            if present:
+                return q("1")
+            return q("CASE WHEN {}.tsv @@ {}::tsquery THEN 1 ELSE 0 END",
+                     row, literal(quote_lexeme(lex)))
         return join(", ", [q("{}.dl::float8 AS dl", row)] + [
             q("(CASE WHEN {}.tf IS NULL THEN NULL ELSE coalesce(({}.tf ->> "
-              "{})::float8, CASE WHEN {}.tsv @@ {}::tsquery THEN 1 ELSE 0 "
-              "END) END)::float8 AS {}", row, row, literal(lex), row,
-              literal(quote_lexeme(lex)), ident(_column("f", col)))
+              "{})::float8, {}) END)::float8 AS {}", row, row, literal(lex),
+              once(lex), ident(_column("f", col)))
             for lex, col in self.words.items()])
 
     def score(self, node, gated=False):

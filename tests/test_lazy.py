@@ -27,7 +27,9 @@ from test_hot import ManagerWithoutCache
 
 
 def rest_read(sent):
-    """Whether the statements ``sent`` read every rid of an answer."""
+    """Whether the statements ``sent`` read every rid of an answer (with
+    ``array_agg``: a kept count's statement reads them with ``ARRAY(...)``
+    only when they are few, seen by what is read afterwards)."""
     return any("array_agg" in text for text in sent)
 
 
@@ -155,10 +157,17 @@ class TestLazyAnswers(LazyCase):
         self.assertFalse(rest_read(sent), sent)
 
     def test_answer_estimated_small_is_read_whole_in_one_scan(self):
-        # a mid-size answer (above HEAD) PostgreSQL estimates at no more
-        # than WHOLE matches: count and every rid in one statement, so no
-        # second walk for the head and nothing left to read
-        expected = self.whole(portal_type="Document")
+        # a mid-size answer (above HEAD) whose hot rows are counted one by
+        # one (Subject is left out of the key sets), PostgreSQL estimates
+        # at no more than WHOLE matches: count and every rid in one
+        # statement, so no second walk for the head and nothing left to
+        # read
+        for n in range(9):
+            self.portal.lz["d%d" % n].setSubject(["lazy"])
+            self.portal.lz["d%d" % n].reindexObject()
+        transaction.commit()
+        expected = self.whole(Subject="lazy")
+        self.assertEqual(len(expected), 9)
         lazy.WHOLE = 1000
         dsn = self.catalog._pgc_session().dsn
         self.addCleanup(store_module._hot_rows.pop, dsn, None)
@@ -168,7 +177,7 @@ class TestLazyAnswers(LazyCase):
             # planner's estimate decides; well under WHOLE, no EXPLAIN
             store_module._hot_rows[dsn] = (time.monotonic(), hot_rows)
             found, sent = statements(self.catalog, lambda: self.search(
-                portal_type="Document"))
+                Subject="lazy"))
             self.assertTrue(rest_read(sent), sent)
             self.assertEqual(
                 any(text.startswith("EXPLAIN") for text in sent), explained,
@@ -181,9 +190,29 @@ class TestLazyAnswers(LazyCase):
         lazy.WHOLE = -1
         store_module._hot_rows[dsn] = (time.monotonic(), None)
         found, sent = statements(self.catalog, lambda: self.search(
-            portal_type="Document"))
+            Subject="lazy"))
         self.assertFalse(rest_read(sent), sent)
         self.assertEqual(self.rids(found), expected)
+
+    def test_a_kept_count_chooses_whole_or_head_in_one_statement(self):
+        # the key sets' counts give the number before any row is read:
+        # one statement, no EXPLAIN, reads every rid when they are at most
+        # WHOLE and the head else
+        expected = self.whole(portal_type="Document")
+        dsn = self.catalog._pgc_session().dsn
+        self.addCleanup(store_module._hot_rows.pop, dsn, None)
+        store_module._hot_rows[dsn] = (time.monotonic(), None)
+        for whole, read in ((1000, True), (9, True), (8, False), (-1, False)):
+            lazy.WHOLE = whole
+            found, sent = statements(self.catalog, lambda: self.search(
+                portal_type="Document"))
+            self.assertEqual(len(sent), 1, sent)
+            self.assertIn("pgcatalog_hot_counts", sent[0])
+            self.assertEqual(len(found), 9)
+            # read whole: nothing left to read; else the rest, once
+            rids, sent = statements(self.catalog, lambda: self.rids(found))
+            self.assertEqual(rids, expected)
+            self.assertEqual(rest_read(sent), not read, (whole, sent))
 
     def test_hot_rows_statistics_are_read_and_kept(self):
         dsn = self.catalog._pgc_session().dsn

@@ -102,7 +102,8 @@ def compile_search(catalog, query, store, window=None):
         if hot_where is not None:
             return plans.EveryMatch(hot_where, source=hot.HOT,
                                     rid=hot.RID, head=hot_count,
-                                    keys_where=hot_keys)
+                                    keys_where=hot_keys,
+                                    counted=hot.kept(hot_conditions))
         return plans.EveryMatch(where, prepare=lookup)
     return plans.Page(where, plans.RID, window, count=hot_count)
 

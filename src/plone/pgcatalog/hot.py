@@ -312,6 +312,16 @@ OPEN = q("h.hi = " + str(BIGINT_MAX))
 CLOSED = q("(h.hi <> %d OR h.rng IS NOT NULL)" % BIGINT_MAX)
 
 
+def kept(conditions):
+    """Whether :func:`count` adds the key sets' kept counts for the hot
+    conditions of a query (a few rows per set, whatever the number of
+    matches), rather than counting the rows themselves."""
+    keys = [c for c in conditions if not isinstance(c, Ranged)]
+    ranged = [c for c in conditions if isinstance(c, Ranged)]
+    return bool(keys) and len(ranged) <= 1 and \
+        all(c.counted for c in ranged) and _in_sets(keys)
+
+
 def count(cid, conditions):
     """A statement of one row ``(n, first)`` for the hot conditions of a
     query (as :func:`where` takes them): ``n`` the number of hot rows
@@ -334,8 +344,7 @@ def count(cid, conditions):
     if not keys:
         return None
     ranged = [c for c in conditions if isinstance(c, Ranged)]
-    if len(ranged) > 1 or not all(c.counted for c in ranged) or \
-            not _in_sets(keys):
+    if not kept(conditions):
         return q("SELECT count(*), {}::bigint FROM {} WHERE {}", BIGINT_MIN,
                  HOT, where(cid, conditions, sets=False))
     # the sets' ids are found once (a materialized CTE; a sub-select in

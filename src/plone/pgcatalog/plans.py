@@ -225,6 +225,10 @@ class EveryMatch(Plan):
     matches is read whole (one EXPLAIN, about 0.25 ms; measured at
     1,000,000 entries, two tags with 19,245 matches: 38 -> 26 ms).  The
     estimate only chooses how to read; both ways give the same answer.
+    When ``head`` adds the key sets' kept counts (``counted``), the
+    number is known before any row is read, and one statement chooses:
+    every rid when it is at most ``lazy.WHOLE``, else the head (no
+    EXPLAIN, no second round trip).
     An every-match answer from the entries is read whole: walking their
     wide rows in rid order for a head can cost a full scan when the
     matches are few or lie late."""
@@ -232,7 +236,7 @@ class EveryMatch(Plan):
     descending = False
 
     def __init__(self, where, source=ENTRIES, rid=RID, head=None,
-                 prepare=False, keys_where=None):
+                 prepare=False, keys_where=None, counted=False):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
         #: every match (count, rids): a big answer's rest (lazy.py)
@@ -252,6 +256,16 @@ class EveryMatch(Plan):
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
                           rid, source, keys_where) \
             if head is not None else None
+        #: ``head``'s count is kept (hot.kept): the count, and every rid
+        #: when they are at most lazy.WHOLE, else the head, in one
+        #: statement (a CASE runs only the sub-select of its branch)
+        self.either = q(
+            "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
+            "WHERE {}) ELSE ARRAY(SELECT {} FROM {} WHERE {} AND "
+            "{} >= k.first ORDER BY {} LIMIT {}) END FROM ({}) k(n, first)",
+            literal(lazy.WHOLE), rid, source, where, rid, source, keys_where,
+            rid, rid, literal(lazy.HEAD), head) \
+            if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
         self.prepare = prepare
@@ -270,25 +284,35 @@ class EveryMatch(Plan):
         row = store.execute(self.estimate, prepare=False).fetchone()
         return _estimated_rows(row[0])
 
-    def small(self, store):
+    def small(self, store, counted=False):
         """Whether to read the answer whole: PostgreSQL estimates it at
         no more than ``lazy.WHOLE`` matches.  No EXPLAIN when the hot rows
         of every catalog are well under that (a small site: one round trip
         less per search; their number is PostgreSQL's statistics', grown
-        by half for what was written since they were taken)."""
+        by half for what was written since they were taken), nor when
+        the count is ``counted`` (kept: :attr:`either` chooses)."""
         rows = store.hot_rows()
         if rows is not None and rows * 1.5 <= lazy.WHOLE:
             return True
+        if counted:
+            return False
         return self.estimated(store) <= lazy.WHOLE
 
     def answer(self, store):
-        if self.head is None or self.small(store):
+        if self.head is None or self.small(store, self.either is not None):
             count, rids, small = self.matches(store)
             answer = Answer(rids, count)
             if small:
                 keep_small_metadata(store, answer, *small)
             return answer
-        count, rids = _fetch(store, self.head)
+        if self.either is not None:
+            count, rids = _fetch(store, self.either)
+            if count <= lazy.WHOLE:
+                # every rid, as the scan found them
+                rids.sort(reverse=self.descending)
+                return Answer(rids, len(rids))
+        else:
+            count, rids = _fetch(store, self.head)
         answer = Answer(rids, count)
         if count > len(rids):
             answer.rest = self.every

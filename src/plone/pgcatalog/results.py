@@ -111,7 +111,10 @@ class Answer:
 
     def total(self, store):
         if self.count is None:
-            count = store.value(self.counting)
+            # a search's count: planned with its values, as the search
+            # (plans.py), never a prepared statement's generic plan
+            row = store.execute(self.counting, prepare=False).fetchone()
+            count = None if row is None else row[0]
             if not self.learns(store):
                 return count
             self.count = count

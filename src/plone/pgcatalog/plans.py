@@ -248,10 +248,11 @@ class EveryMatch(Plan):
         # estimate and walk in rid order (hot.where's keys form, when
         # ``where`` counts key sets)
         keys_where = keys_where or where
-        self.head = q(
-            "SELECT k.n, ARRAY(SELECT {} FROM {} WHERE {} AND {} >= k.first "
-            "ORDER BY {} LIMIT {}) FROM ({}) k(n, first)", rid, source,
-            keys_where, rid, rid, lazy.HEAD, head) \
+        # the first HEAD rids, walked in rid order from the count's bound
+        walk = q("ARRAY(SELECT {} FROM {} WHERE {} AND {} >= k.first ORDER "
+                 "BY {} LIMIT {})", rid, source, keys_where, rid, rid,
+                 literal(lazy.HEAD))
+        self.head = q("SELECT k.n, {} FROM ({}) k(n, first)", walk, head) \
             if head is not None else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
                           rid, source, keys_where) \
@@ -261,10 +262,8 @@ class EveryMatch(Plan):
         #: statement (a CASE runs only the sub-select of its branch)
         self.either = q(
             "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
-            "WHERE {}) ELSE ARRAY(SELECT {} FROM {} WHERE {} AND "
-            "{} >= k.first ORDER BY {} LIMIT {}) END FROM ({}) k(n, first)",
-            literal(lazy.WHOLE), rid, source, where, rid, source, keys_where,
-            rid, rid, literal(lazy.HEAD), head) \
+            "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
+            literal(lazy.WHOLE), rid, source, where, walk, head) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan

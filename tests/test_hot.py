@@ -780,8 +780,61 @@ class TestTextRows(ManagerWithoutCache):
             # row may lack it (a union): else a missing count is 1
             self.assertEqual("THEN 1 ELSE 0 END" in search, text in (
                 "banana OR cherry", "(apple AND banana) OR durian"), text)
-            # the same search beside a condition every entry meets: read
-            # through the entries
+            # the same search beside a condition every entry meets: the
+            # text rows joined to the entries (or, for a glob or a union,
+            # through the entries, scored when a brain is read)
             self.assertEqual(found, self.answer(dict(query, path="/plone")),
                              text)
         self.assertEqual(len(self.answer({"SearchableText": "apple"})), 5)
+
+    def full(self, query):
+        found = self.catalog.unrestrictedSearchResults(dict(query))
+        return [(b.getPath(), b.data_record_score_,
+                 b.data_record_normalized_score_) for b in found]
+
+    def test_other_conditions_keep_the_order_and_scores(self):
+        """A text search beside other conditions, every match or a page:
+        the text search's answer without the entries the conditions leave
+        out, in the same order, with the same scores (a row's score does
+        not depend on the other conditions); a page is the slice of it,
+        its scores normalized by the best of every match."""
+        texts = ("apple", "apple cherry", '"apple banana"', "cher*",
+                 "banana OR cherry", "apple AND NOT durian",
+                 "(apple AND banana) OR durian")
+        for text in texts:
+            alone = self.answer({"SearchableText": text})
+            documents = [(p, s) for p, s in alone if "/texts/t" in p]
+            query = {"SearchableText": text, "portal_type": "Document"}
+            found, sent = statements(self.catalog,
+                                     lambda: self.answer(query))
+            self.assertEqual(found, documents, text)
+            whole = self.full(query)
+            for b_start in range(0, len(documents) + 1, 2):
+                page = dict(query, b_start=b_start, b_size=2)
+                got, sent = statements(self.catalog,
+                                       lambda: self.full(page))
+                self.assertEqual(got, whole[b_start:b_start + 2],
+                                 (text, b_start))
+                search = [st for st in sent if "array_agg" in st][0]
+                # one text index: its text rows joined to the entries,
+                # each match scored once
+                self.assertIn('FROM "pgcatalog_text" tr JOIN '
+                              '"pgcatalog_entries" e', search, text)
+                self.assertEqual(search.count('"pgcatalog_text" tr'), 1,
+                                 text)
+
+    def test_two_text_indexes_are_scored_through_the_entries(self):
+        query = {"SearchableText": "apple", "Title": "apple"}
+        found = self.full(query)
+        self.assertEqual(len(found), 5)
+        # the scores add both indexes' (the folder's title is "apple" too)
+        alone = dict(self.answer({"SearchableText": "apple"}))
+        for path, score, _normalized in found:
+            self.assertGreater(score, alone[path])
+        for b_start in (0, 2, 4):
+            page = dict(query, b_start=b_start, b_size=2)
+            got, sent = statements(self.catalog, lambda: self.full(page))
+            self.assertEqual(got, found[b_start:b_start + 2], b_start)
+            search = [st for st in sent if "array_agg" in st][0]
+            self.assertNotIn('"pgcatalog_text" tr', search)
+            self.assertIn("WITH s AS MATERIALIZED", search)

@@ -88,14 +88,10 @@ def compile_search(catalog, query, store, window=None):
         order.append(plans.tie_break(reverse))
         return plans.Page(and_(where, *presents), join(", ", order), window)
     if qc.ranks:
+        plan = text_relevance(qc, conditions, store.cid, window)
+        if plan is not None:
+            return plan
         if window.b_size is None:
-            if len(conditions) == 2 and len(qc.text_rows) == 1:
-                # the text condition alone (and the catalog's): matched and
-                # scored in one pass over the text rows (they carry the
-                # catalog id), without the entries
-                condition, rank = qc.text_rows[0]
-                return plans.TextRelevance(
-                    and_(q("e.cid = {}", store.cid), condition), rank())
             return plans.Relevance(where, qc.rank_fragments())
         return plans.RelevancePage(where, qc.rank_fragments(), window)
     if window.b_size is None:
@@ -106,6 +102,35 @@ def compile_search(catalog, query, store, window=None):
                                     counted=hot.kept(hot_conditions))
         return plans.EveryMatch(where, prepare=lookup)
     return plans.Page(where, plans.RID, window, count=hot_count)
+
+
+def text_relevance(qc, conditions, cid, window):
+    """The plan reading a search by relevance from its one text index's
+    rows (plans.TextRelevance), or None.
+
+    The text condition alone (and the catalog's): its text rows are the
+    matches.  With other conditions: the text rows joined to their
+    entries, for a page, or for every match when the score is read from
+    the text row's columns (a union or a glob reads more of the row:
+    every match is then scored only when a brain is read,
+    plans.Relevance)."""
+    if len(qc.text_rows) != 1:
+        return None
+    text = qc.text_rows[0]
+    page = window if window.b_size is not None else None
+    if len(conditions) == 2:
+        return plans.TextRelevance(
+            and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
+            window=page)
+    rank = text.columns("tr")
+    if rank is None:
+        if page is None:
+            return None
+        rank = text.rank("tr")
+    others = [c for c in conditions if c is not text.entries_condition]
+    return plans.TextRelevance(
+        and_(q("tr.cid = {}", cid), text.condition("tr"), *others), rank,
+        source=plans.TEXT_JOINED, rid=plans.TEXT_RID, window=page)
 
 
 def unique_lookup(qc):

@@ -22,11 +22,9 @@ class QueryContext:
         #: relevance Fragments over the entry ``e`` (summed for ordering),
         #: or callables making them (:meth:`rank_fragments`)
         self.ranks = []
-        #: each text condition again, over the text row ``e`` itself
-        #: (``pgcatalog_text``), with a callable making its score there (a
-        #: Fragment, or ``(columns, score)``: plans.TextRelevance): a
-        #: text search with no other condition reads its matches there,
-        #: without the entries (compiler.py)
+        #: each text condition again, over its text row
+        #: (``pgcatalog_text``) itself (:class:`TextRow`): a text search
+        #: reads its matches and their scores there (compiler.py)
         self.text_rows = []
         #: the indexes taking part and their parsed queries, in order
         self.participants = []
@@ -51,3 +49,27 @@ class QueryContext:
             made.append(expr)
         self.ranks = made
         return made
+
+
+class TextRow:
+    """A text index's condition over its text row (``pgcatalog_text``)
+    rather than the entry: a text search reads its matches there, and their
+    scores from the row it matched, without looking it up again.
+
+    ``entries_condition``: the same condition over the entry ``e`` (the
+    one the index gave the compiler); ``condition(alias)``: the condition
+    over the text row ``alias``; ``rank(alias)``: the score of that row,
+    ``(columns, score)`` (what the score reads of the row, in the scan's
+    projection, and the score over them as ``s``) or, when the score reads
+    more of the row (a glob, a union), a Fragment over the row;
+    ``columns(alias)``: the two parts only (None when the score has no
+    such form)."""
+
+    def __init__(self, entries_condition, condition, columns, rank):
+        self.entries_condition = entries_condition
+        self.condition = condition
+        self.columns = columns
+        self._rank = rank
+
+    def rank(self, alias="e"):
+        return self.columns(alias) or self._rank(alias)

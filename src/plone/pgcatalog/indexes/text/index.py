@@ -27,6 +27,7 @@ from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.context import TextRow
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import source_words
@@ -158,33 +159,37 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             # ZCatalog: an empty (or None) index result short-circuits.
             return NO_MATCH
         qc.add_rank(lambda: self.pgc_rank_sql(node, qc))
+        # the query's strings are parameters; the index id a literal (the
+        # GIN index is partial on it)
+        condition = q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
+                      "t.name = {} AND {})", TEXT, literal(self.getId()),
+                      match_sql(node, T_TSV))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
             # the score over the text row, made only if the compiler
-            # takes that way: in two parts (what it reads of the row, and
-            # the score over that) when it can
-            text_rows.append((q("e.name = {} AND {}", literal(self.getId()),
-                                match_sql(node, q("e.tsv"))),
-                              lambda: self.pgc_rank_columns(node, qc) or
-                              self.pgc_rank_sql(node, qc, row=True)))
-        # the query's strings are parameters; the index id a literal (the
-        # GIN index is partial on it)
-        return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
-                 "t.name = {} AND {})", TEXT, literal(self.getId()),
-                 match_sql(node, T_TSV))
+            # takes that way
+            text_rows.append(TextRow(
+                condition,
+                lambda alias: q("{}.name = {} AND {}", ident(alias),
+                                literal(self.getId()),
+                                match_sql(node, q("{}.tsv", ident(alias)))),
+                lambda alias: self.pgc_rank_columns(node, qc, alias),
+                lambda alias: self.pgc_rank_sql(node, qc, row=alias)))
+        return condition
 
     def pgc_rank_sql(self, node, qc=None, row=False):
         """Relevance of the matched entry ``e`` (a Fragment, literals
         only): ZCTextIndex's Okapi BM25 score, or ts_rank (see
-        ``pgc_rank_mode``); ``row``: ``e`` is the entry's text row."""
+        ``pgc_rank_mode``); ``row``: the entry's text row is in the
+        statement (True: it is ``e``; or its alias)."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return rank_sql(self.getId(), node, qc, mode, row)
 
-    def pgc_rank_columns(self, node, qc=None):
-        """The Okapi score of the text row ``e`` as ``(columns, score)``
-        (scoring.rank_columns), or None."""
+    def pgc_rank_columns(self, node, qc=None, row="e"):
+        """The Okapi score of the text row ``row`` (an alias) as
+        ``(columns, score)`` (scoring.rank_columns), or None."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
-        return rank_columns(self.getId(), node, qc, mode)
+        return rank_columns(self.getId(), node, qc, mode, row)
 
     def pgc_df_sql(self, cid, tsquery):
         """The statement (a Fragment) counting the documents of catalog

@@ -119,16 +119,26 @@ def stats_sql(index_id, qc):
     return n_sql, mean_sql, scope
 
 
+def _row_alias(row):
+    """The alias of the text row a score reads where it is (``row``: True
+    for ``e``, or an alias), None when it is looked up for the entry."""
+    if not row:
+        return None
+    return "e" if row is True else row
+
+
 def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
     """Relevance of the matched entry ``e`` for the match tree ``node`` of
     text index ``index_id``: ZCTextIndex's Okapi BM25 score, or
     PostgreSQL's ts_rank (``mode="ts_rank"``).  A Fragment with literals
-    only (see the module docstring).  ``row``: ``e`` is the entry's text
-    row of this index itself (``pgcatalog_text``), read where it is."""
+    only (see the module docstring).  ``row``: the entry's text row of
+    this index itself (``pgcatalog_text``) is in the statement, read where
+    it is: True (it is ``e``) or its alias."""
     name = literal(index_id)
+    row = _row_alias(row)
     if mode == "ts_rank":
         if row:
-            return q("ts_rank(e.tsv, {}::tsquery)",
+            return q("ts_rank({}.tsv, {}::tsquery)", ident(row),
                      literal(tsquery_text(positive(node))))
         return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
                  "t.rid = e.rid AND t.name = {})",
@@ -136,8 +146,9 @@ def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
     return _okapi(index_id, node, qc).build(node, row)
 
 
-def rank_columns(index_id, node, qc=None, mode="okapi"):
-    """ZCTextIndex's Okapi score of the text row ``e`` in two parts, for a
+def rank_columns(index_id, node, qc=None, mode="okapi", row="e"):
+    """ZCTextIndex's Okapi score of the text row ``row`` (an alias) in two
+    parts, for a
     statement that reads the text rows itself: ``(columns, score)``, what
     the score reads of each row (Fragments over ``e`` named ``dl``,
     ``f0``, ``f1``...: each term frequency read once, in the scan's
@@ -151,8 +162,8 @@ def rank_columns(index_id, node, qc=None, mode="okapi"):
     score = scorer.score(node)
     if scorer.globs or scorer.gated:
         return None
-    return scorer.word_columns(q("e"), present=_every_word_required(node)), \
-        score
+    return scorer.word_columns(ident(row),
+                               present=_every_word_required(node)), score
 
 
 def _every_word_required(node):
@@ -337,10 +348,13 @@ class _Scorer:
 
     def build(self, node, row=False):
         score = self.score(node)
-        # the text row ``t``: looked up for the entry ``e``, or ``e``'s
-        # own columns when ``e`` is the text row (``row``)
+        # the text row ``t``: looked up for the entry ``e``, or the
+        # columns of the text row in the statement (``row``)
+        row = _row_alias(row)
         if row:
-            source, where = q("(SELECT e.tsv, e.dl, e.tf) t"), q("")
+            alias = ident(row)
+            source, where = q("(SELECT {}.tsv, {}.dl, {}.tf) t", alias,
+                              alias, alias), q("")
         else:
             source, where = q("{} t", TEXT), q(
                 " WHERE t.rid = e.rid AND t.name = {}", self.name)

@@ -1,0 +1,153 @@
+"""Text searches beside other conditions, both engines side by side on a
+level1 site (the shapes a Plone site sends that level1 does not time).
+
+    python benchmarks/text_filters.py --dsn "host=... user=... dbname=postgres" \\
+        [--scale 100000] [--iterations 15] [--output text_filters.json]
+
+It reads the level1 databases of ``--scale`` (``bench_l1_<backend>_<scale>_
+<seed>``, made by ``run_benchmarks.py level1 --keep-databases``) on the
+server ``--dsn``; each engine runs in its own process (the result cache
+off), every query in a fresh read-only request, its first brains rendered
+(as level1 does).  Parity: the counts and the sets of paths must be the
+same; the relevance order of a page is compared for information only (a
+documented difference, see test_differential).
+
+The queries (words chosen from the site's vocabulary as level1 does):
+
+* TA: two words + ``allowedRolesAndUsers`` + ``effectiveRange``, every
+  match (an anonymous ``@search`` of plone.restapi);
+* TW: one common word, same filters, every match;
+* TP: two words, same filters, a page of 10 (Plone's search page);
+* TG: a word with a ``*`` (what Plone's search sends for the last word)
+  + filters + four types, a page of 10;
+* TB: a broad glob (three letters), a page of 20;
+* TT: two words + type + state, every match.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+BACKENDS = ("zcatalog", "pgcatalog")
+
+
+def queries(plan):
+    from level1.plan import minutes_to_datetime
+    from level1.queries import QUERY_NOW_MIN
+    w = plan.words
+    now = minutes_to_datetime(QUERY_NOW_MIN)
+    anonymous = {"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": now}
+    return {
+        "TA": dict(anonymous, SearchableText="%s %s" % (w[29], w[79])),
+        "TW": dict(anonymous, SearchableText=w[60]),
+        "TP": dict(anonymous, SearchableText="%s %s" % (w[29], w[79]),
+                   b_size=10),
+        "TG": dict(anonymous, SearchableText=w[60] + "*",
+                   portal_type=["Document", "News Item", "Event", "Folder"],
+                   b_size=10),
+        "TB": {"SearchableText": w[40][:3] + "*", "b_size": 20},
+        "TT": {"SearchableText": "%s %s" % (w[29], w[79]),
+               "portal_type": "Document", "review_state": "published"},
+    }
+
+
+def child(args):
+    import shared
+    from level1.databases import db_name
+    from level1.measure import Request
+    from level1.plan import Plan
+    dsn = "%s dbname=%s" % (args.dsn, db_name(args.child, args.scale,
+                                              args.seed))
+    db, _ = shared.start_backend(args.child, dsn, 100000, [], "textf-")
+    plan = Plan(args.scale, args.seed)
+    out = {}
+    for qid, query in queries(plan).items():
+        times = []
+        for i in range(args.warmup + args.iterations):
+            with Request(db) as req:
+                t0 = time.perf_counter()
+                results = req.catalog.unrestrictedSearchResults(**query)
+                n = len(results)
+                shared.render(results)
+                if i >= args.warmup:
+                    times.append((time.perf_counter() - t0) * 1000.0)
+        with Request(db) as req:
+            results = req.catalog.unrestrictedSearchResults(**query)
+            page = [b.getPath() for b in results]
+            actual = getattr(results, "actual_result_count", len(results))
+        out[qid] = {"median": statistics.median(times),
+                    "p95": sorted(times)[int(0.95 * (len(times) - 1))],
+                    "count": n, "actual": actual, "paths": page}
+        shared.log(args.child, qid, "%.2f ms" % out[qid]["median"])
+    with open(args.result, "w") as f:
+        json.dump(out, f)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dsn", required=True,
+                   help="the benchmark server (any database name)")
+    p.add_argument("--scale", type=int, default=100000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--iterations", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--output")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.dsn = " ".join(part for part in args.dsn.split()
+                        if not part.startswith("dbname="))
+    if args.child:
+        return child(args)
+    found = {}
+    for backend in args.backends.split(","):
+        result = "/tmp/text_filters_%s_%d.json" % (backend, os.getpid())
+        env = dict(os.environ, PGCATALOG_CACHE="off")
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--dsn",
+                        args.dsn, "--scale", str(args.scale), "--seed",
+                        str(args.seed), "--iterations",
+                        str(args.iterations), "--warmup", str(args.warmup),
+                        "--child", backend, "--result", result],
+                       check=True, env=env)
+        with open(result) as f:
+            found[backend] = json.load(f)
+        os.unlink(result)
+    problems = []
+    print("| query | matches | %s |%s" % (
+        " | ".join("%s ms (p95)" % b for b in found),
+        " pg/zc |" if len(found) == 2 else ""))
+    print("|---|---|%s" % ("---|" * (len(found) + (len(found) == 2))))
+    for qid in next(iter(found.values())):
+        rows = [found[b][qid] for b in found]
+        line = "| %s | %d | %s |" % (qid, rows[0]["actual"], " | ".join(
+            "%.2f (%.2f)" % (r["median"], r["p95"]) for r in rows))
+        if len(rows) == 2:
+            zc, pg = found["zcatalog"][qid], found["pgcatalog"][qid]
+            line += " %.2f |" % (pg["median"] / zc["median"])
+            if (zc["count"], zc["actual"]) != (pg["count"], pg["actual"]):
+                problems.append("%s: counts %s vs %s" % (
+                    qid, (zc["count"], zc["actual"]),
+                    (pg["count"], pg["actual"])))
+            elif len(zc["paths"]) == zc["count"] and \
+                    set(zc["paths"]) != set(pg["paths"]):
+                problems.append("%s: the sets of paths differ" % qid)
+            elif zc["paths"] != pg["paths"]:
+                print("(info) %s: relevance order or page differs" % qid)
+        print(line)
+    print("parity: %s" % ("OK" if not problems else "; ".join(problems)))
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump({"scale": args.scale, "results": found,
+                       "problems": problems}, f)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,9 +8,12 @@ It reads the level1 databases of ``--scale`` (``bench_l1_<backend>_<scale>_
 <seed>``, made by ``run_benchmarks.py level1 --keep-databases``) on the
 server ``--dsn``; each engine runs in its own process (the result cache
 off), every query in a fresh read-only request, its first brains rendered
-(as level1 does).  Parity: the counts and the sets of paths must be the
-same; the relevance order of a page is compared for information only (a
-documented difference, see test_differential).
+(as level1 does).  Parity: the counts and, for every-match answers, the
+sets of paths must be the same; the relevance order, and so the members
+of a page by relevance, is compared for information only (a documented
+difference, see test_differential: a word's document frequency is
+counted up to ``scoring.DF_EXACT_LIMIT``, a broad glob's words share the
+glob's).
 
 The queries (words chosen from the site's vocabulary as level1 does):
 
@@ -30,9 +33,6 @@ import statistics
 import subprocess
 import sys
 import time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 BACKENDS = ("zcatalog", "pgcatalog")
 
@@ -83,7 +83,8 @@ def child(args):
             actual = getattr(results, "actual_result_count", len(results))
         out[qid] = {"median": statistics.median(times),
                     "p95": sorted(times)[int(0.95 * (len(times) - 1))],
-                    "count": n, "actual": actual, "paths": page}
+                    "count": n, "actual": actual, "paths": page,
+                    "page": "b_size" in query}
         shared.log(args.child, qid, "%.2f ms" % out[qid]["median"])
     with open(args.result, "w") as f:
         json.dump(out, f)
@@ -135,11 +136,15 @@ def main(argv=None):
                 problems.append("%s: counts %s vs %s" % (
                     qid, (zc["count"], zc["actual"]),
                     (pg["count"], pg["actual"])))
-            elif len(zc["paths"]) == zc["count"] and \
-                    set(zc["paths"]) != set(pg["paths"]):
+            elif not zc["page"] and set(zc["paths"]) != set(pg["paths"]):
                 problems.append("%s: the sets of paths differ" % qid)
             elif zc["paths"] != pg["paths"]:
-                print("(info) %s: relevance order or page differs" % qid)
+                # the relevance order (and so which matches a page
+                # holds): a documented difference (scoring.py: document
+                # frequencies counted up to DF_EXACT_LIMIT)
+                print("(info) %s: the relevance order differs%s" % (
+                    qid, " (the page's members too)"
+                    if set(zc["paths"]) != set(pg["paths"]) else ""))
         print(line)
     print("parity: %s" % ("OK" if not problems else "; ".join(problems)))
     if args.output:

@@ -126,7 +126,7 @@ def text_relevance(qc, conditions, cid, window):
     if rank is None:
         if page is None:
             return None
-        rank = text.rank("tr")
+        rank = text.row_score("tr")
     others = [c for c in conditions if c is not text.entries_condition]
     return plans.TextRelevance(
         and_(q("tr.cid = {}", cid), text.condition("tr"), *others), rank,

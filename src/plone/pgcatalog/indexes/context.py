@@ -61,15 +61,15 @@ class TextRow:
     over the text row ``alias``; ``rank(alias)``: the score of that row,
     ``(columns, score)`` (what the score reads of the row, in the scan's
     projection, and the score over them as ``s``) or, when the score reads
-    more of the row (a glob, a union), a Fragment over the row;
-    ``columns(alias)``: the two parts only (None when the score has no
-    such form)."""
+    more of the row (a glob, a union), ``row_score(alias)``, a Fragment
+    over the row; ``columns(alias)``: the two parts only (None when the
+    score has no such form)."""
 
-    def __init__(self, entries_condition, condition, columns, rank):
+    def __init__(self, entries_condition, condition, columns, row_score):
         self.entries_condition = entries_condition
         self.condition = condition
         self.columns = columns
-        self._rank = rank
+        self.row_score = row_score
 
     def rank(self, alias="e"):
-        return self.columns(alias) or self._rank(alias)
+        return self.columns(alias) or self.row_score(alias)

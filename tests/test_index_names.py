@@ -152,9 +152,18 @@ class TestHostileIndexNames(unittest.TestCase):
         ours, ref = self.answer(query)
         names = query["sort_on"]
         names = [names] if isinstance(names, str) else names
-        self.assertEqual(sorted(ours), sorted(ref), query)
         self.assertEqual([self.key(p, names) for p in ours],
                          [self.key(p, names) for p in ref], query)
+        if "b_size" in query:
+            # a page may cut a run of equal keys: which of its members
+            # it holds follows each catalog's rids (ZCatalog's are
+            # random), so the page's keys are compared, and its paths
+            # must be matches
+            whole, _ref = self.answer({k: v for k, v in query.items()
+                                       if k not in ("b_size", "b_start")})
+            self.assertLessEqual(set(ours), set(whole), query)
+        else:
+            self.assertEqual(sorted(ours), sorted(ref), query)
         self.assertGreater(len(ours), 1, query)
 
     # -- the test ------------------------------------------------------------

@@ -150,6 +150,33 @@ class TestLazyAnswers(LazyCase):
         self.assertEqual(again, expected)
         self.assertFalse(rest_read(sent), sent)
 
+    def test_every_entry_is_counted_and_walked_in_rid_order(self):
+        # a search for the site root's path matches every entry of the
+        # catalog: its count and its first rids, the rest read when needed
+        store = self.catalog._pgc_store()
+        expected = store.execute(q(
+            "SELECT array_agg(e.rid ORDER BY e.rid) FROM {} WHERE e.cid = "
+            "{}", store_module.ENTRIES, store.cid)).fetchone()[0]
+        self.assertGreater(len(expected), 9)
+        found, sent = statements(self.catalog,
+                                 lambda: self.search(path="/plone"))
+        self.assertFalse(rest_read(sent), sent)
+        self.assertTrue(any("ORDER BY e.rid LIMIT" in text for text in sent),
+                        sent)
+        page, sent = statements(self.catalog, lambda: (
+            len(found), found.actual_result_count,
+            [b.getRID() for b in found[:3]]))
+        self.assertEqual(page, (len(expected), len(expected), expected[:3]))
+        self.assertFalse(rest_read(sent), sent)
+        rest, sent = statements(self.catalog, lambda: self.rids(found))
+        self.assertTrue(rest_read(sent), sent)
+        self.assertEqual(rest, expected)
+        # a folder's subtree is no such search: read whole
+        found, sent = statements(self.catalog,
+                                 lambda: self.search(path="/plone/lz"))
+        self.assertTrue(rest_read(sent), sent)
+        self.assertEqual(len(found), 10)
+
     def test_small_answer_is_whole_at_once(self):
         found = self.search(portal_type="Document", review_state="published")
         self.assertEqual(len(found), 3)

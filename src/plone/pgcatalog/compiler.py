@@ -13,6 +13,7 @@ from Products.ZCatalog.query import IndexQuery
 
 from plone.pgcatalog import hot
 from plone.pgcatalog import plans
+from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import literal
@@ -100,6 +101,14 @@ def compile_search(catalog, query, store, window=None):
                                     rid=hot.RID, head=hot_count,
                                     keys_where=hot_keys,
                                     counted=hot.kept(hot_conditions))
+        if all(c is TRUE for c in conditions[1:]):
+            # every entry of the catalog (a search for the site root's
+            # path): counted, and its first rids walked in rid order (a
+            # walk that keeps every row it reads), the rest read when
+            # first needed
+            return plans.EveryMatch(where, head=q(
+                "SELECT count(*), {}::bigint FROM {} WHERE {}",
+                hot.BIGINT_MIN, plans.ENTRIES, where))
         return plans.EveryMatch(where, prepare=lookup)
     return plans.Page(where, plans.RID, window, count=hot_count)
 

@@ -97,10 +97,13 @@ def compile_search(catalog, query, store, window=None):
         return plans.RelevancePage(where, qc.rank_fragments(), window)
     if window.b_size is None:
         if hot_where is not None:
-            return plans.EveryMatch(hot_where, source=hot.HOT,
-                                    rid=hot.RID, head=hot_count,
-                                    keys_where=hot_keys,
-                                    counted=hot.kept(hot_conditions))
+            counted = hot.kept(hot_conditions)
+            return plans.EveryMatch(
+                hot_where, source=hot.HOT, rid=hot.RID, head=hot_count,
+                keys_where=hot_keys, counted=counted,
+                # the sets' ids the kept count found
+                whole_where=hot.where(store.cid, hot_conditions,
+                                      ids=q("k.ids")) if counted else None)
         if all(c is TRUE for c in conditions[1:]):
             # every entry of the catalog (a search for the site root's
             # path): counted, and its first rids walked in rid order (a

@@ -279,7 +279,7 @@ def _set_ids(cid, keys):
              and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
 
 
-def where(cid, conditions, sets=True):
+def where(cid, conditions, sets=True, ids=None):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
     of a query (Fragments over ``h``, or :class:`Ranged` ones), or None
     when only a range condition is hot: an entry without a key has no hot
@@ -290,7 +290,9 @@ def where(cid, conditions, sets=True):
     the ``(sid, lo, hi, rid) INCLUDE (rng)`` B-tree answers alone; else the
     keys' GIN (``sets=False``: always the keys, for the planner's
     estimate, which it cannot make of the sets' ids, and for the first
-    rids in rid order, a walk of the primary key)."""
+    rids in rid order, a walk of the primary key).  ``ids``: the sets'
+    ids found already (an ``integer[]``: :func:`count` gives them beside a
+    kept count), instead of finding them again."""
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys:
         return None
@@ -298,7 +300,8 @@ def where(cid, conditions, sets=True):
     if sets and _in_sets(keys):
         # (no ``h.cid``: the sets are the catalog's, and a condition on a
         # column the B-tree does not hold would visit every row)
-        chosen = q("h.sid = ANY({})", _set_ids(cid, keys))
+        chosen = q("h.sid = ANY({})", _set_ids(cid, keys) if ids is None
+                   else ids)
         return and_(chosen, *ranged)
     return and_(q("h.cid = {}", cid), *(keys + ranged))
 
@@ -326,7 +329,9 @@ def count(cid, conditions):
     """A statement of one row ``(n, first)`` for the hot conditions of a
     query (as :func:`where` takes them): ``n`` the number of hot rows
     matching, ``first`` a lower bound of their rids (where a walk of the
-    primary key for the first of them may start; null when none match).
+    primary key for the first of them may start; null when none match);
+    a kept count (:func:`kept`) gives a third column, ``ids``, the matching
+    sets' ids (for ``where(..., ids=...)``).
     None when only a range condition is hot.
 
     When every key condition is on indexes in the key sets, ``n`` adds
@@ -362,8 +367,8 @@ def count(cid, conditions):
             "count(*) FROM {} WHERE {} AND {} AND {})", HOT, mine, term,
             OPEN, HOT, mine, CLOSED, ranged[0].fragment)
     return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT ({})::bigint, "
-             "min(k.first) FROM {} k WHERE k.sid = ANY((SELECT i.ids FROM i)"
-             "::integer[])",
+             "min(k.first), (SELECT i.ids FROM i) AS ids FROM {} k WHERE "
+             "k.sid = ANY((SELECT i.ids FROM i)::integer[])",
              _set_ids(cid, keys), total, HOT_COUNTS)
 
 

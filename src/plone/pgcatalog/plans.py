@@ -242,7 +242,8 @@ class EveryMatch(Plan):
     descending = False
 
     def __init__(self, where, source=ENTRIES, rid=RID, head=None,
-                 prepare=False, keys_where=None, counted=False):
+                 prepare=False, keys_where=None, counted=False,
+                 whole_where=None):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``
         #: every match (count, rids): a big answer's rest (lazy.py)
@@ -265,11 +266,14 @@ class EveryMatch(Plan):
             if head is not None else None
         #: ``head``'s count is kept (hot.kept): the count, and every rid
         #: when they are at most lazy.WHOLE, else the head, in one
-        #: statement (a CASE runs only the sub-select of its branch)
+        #: statement (a CASE runs only the sub-select of its branch;
+        #: ``whole_where``: ``where`` over the count's columns, the key
+        #: sets' ids it found)
         self.either = q(
             "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
             "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
-            literal(lazy.WHOLE), rid, source, where, walk, head) \
+            literal(lazy.WHOLE), rid, source, whole_where or where, walk,
+            head) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan

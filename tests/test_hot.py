@@ -28,6 +28,8 @@ from plone.pgcatalog.changes import Changes
 from plone.pgcatalog import db
 from plone.pgcatalog import lazy
 from plone.pgcatalog import lists
+from plone.pgcatalog import textstats
+from plone.pgcatalog.indexes.text import scoring
 from plone.pgcatalog import verifystore
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -822,6 +824,36 @@ class TestTextRows(ManagerWithoutCache):
                               '"pgcatalog_entries" e', search, text)
                 self.assertEqual(search.count('"pgcatalog_text" tr'), 1,
                                  text)
+
+    def test_a_common_words_frequency_is_counted_exactly(self):
+        """A word in the scoring statement's limit of documents or more
+        (2,000; here 2) is counted exactly by the tool, once, and kept: the
+        scores of every match and of a page are those of exact
+        frequencies, not of the limit."""
+        index = self.catalog._catalog.getIndex("SearchableText")
+        queries = [{"SearchableText": "apple cherry"},
+                   {"SearchableText": "apple cherry", "portal_type":
+                    "Document", "b_size": 2},
+                   {"SearchableText": "banana OR cherry"}]
+        textstats.forget()
+        exact = [self.full(query) for query in queries]
+        self.assertEqual(len(exact[0]), 2)
+        limit = scoring.DF_EXACT_LIMIT
+        scoring.DF_EXACT_LIMIT = 2
+        index.pgc_df_limit = 2
+        try:
+            textstats.forget()
+            self.assertEqual([self.full(query) for query in queries], exact)
+            # counted once, then kept (and while kept, never again)
+            _found, sent = statements(self.catalog,
+                                      lambda: self.full(queries[0]))
+            self.assertFalse([s for s in sent if "LIMIT 2)" in s or
+                              "tsv @@ %s::tsquery" in s and "count(*)" in s
+                              and "array_agg" not in s], sent)
+        finally:
+            scoring.DF_EXACT_LIMIT = limit
+            del index.pgc_df_limit
+            textstats.forget()
 
     def test_two_text_indexes_are_scored_through_the_entries(self):
         query = {"SearchableText": "apple", "Title": "apple"}

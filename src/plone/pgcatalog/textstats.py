@@ -20,6 +20,14 @@ process:
 A transaction with its own catalog writes counts them itself (never kept).
 All those a score needs and that are not kept are read in one statement
 (:func:`prefetch`).
+
+A common word (in the index kind's ``pgc_df_limit`` documents or more,
+whose count reads that many rows) is counted exactly once, and its count
+kept COMMON_DF_TTL seconds whatever changes meanwhile: its frequency lags
+by the documents changed in that time, a small part of a big number (the
+scores of a page by relevance at 100,000 entries were ZCatalog's with exact
+frequencies, another page with the frequencies capped at 2,000).  A glob's
+own frequency stays capped (its words' are what ZCatalog scores).
 """
 import time
 
@@ -36,11 +44,16 @@ TEXT_STATS_TTL = 30.0
 _df = {}
 DF_MAX = 20000
 _FOREVER = float("inf")
+#: (dsn, cid, text index, tsquery) -> (expiry, count): common words' exact
+#: document frequencies
+_common = {}
+COMMON_DF_TTL = 600.0
 
 
 def forget():
     _stats.clear()
     _df.clear()
+    _common.clear()
 
 
 def stats(store, index):
@@ -53,10 +66,33 @@ def stats(store, index):
 def df(store, index, tsquery):
     """Documents of text index ``index`` matching ``tsquery`` (capped as
     the index kind says): a word's document frequency."""
-    return _cached(store, index, _df, DF_MAX,
-                   _stats_key(store, index) + (tsquery,),
-                   lambda: int(store.value(index.pgc_df_sql(store.cid,
-                                                            tsquery))))
+    found = _cached(store, index, _df, DF_MAX,
+                    _stats_key(store, index) + (tsquery,),
+                    lambda: int(store.value(index.pgc_df_sql(store.cid,
+                                                             tsquery))))
+    if not _common_word(index, tsquery, found):
+        return found
+    key = _stats_key(store, index) + (tsquery,)
+    kept = _common.get(key)
+    if kept is not None and kept[0] > time.monotonic():
+        return kept[1]
+    count = int(store.value(index.pgc_df_sql(store.cid, tsquery,
+                                             exact=True)))
+    _keep_common(key, count)
+    return count
+
+
+def _common_word(index, tsquery, count):
+    """Whether ``count`` (a capped document frequency) is a common word's:
+    counted exactly (not a glob's, see the module docstring)."""
+    limit = getattr(index, "pgc_df_limit", None)
+    return limit is not None and count >= limit and ":*" not in tsquery
+
+
+def _keep_common(key, count):
+    if len(_common) >= DF_MAX:
+        _common.clear()
+    _common[key] = (time.monotonic() + COMMON_DF_TTL, count)
 
 
 def prefetch(store, index, tsqueries):
@@ -79,8 +115,21 @@ def prefetch(store, index, tsqueries):
         return      # one statement either way
     _expect(store, version)
     row = store.execute(q("SELECT {}", join(", ", columns))).fetchone()
+    common = []
     for value, (cache, cache_key, size, convert) in zip(row, fill):
-        _keep(store, cache, cache_key, size, version, convert(value))
+        value = convert(value)
+        _keep(store, cache, cache_key, size, version, value)
+        if cache is _df and _common_word(index, cache_key[-1], value):
+            found = _common.get(cache_key)
+            if found is None or found[0] <= time.monotonic():
+                common.append(cache_key)
+    if common:
+        # the common words' exact counts, together
+        row = store.execute(q("SELECT {}", join(", ", [
+            q("({})", index.pgc_df_sql(store.cid, key[-1], exact=True))
+            for key in common]))).fetchone()
+        for key, count in zip(common, row):
+            _keep_common(key, int(count))
 
 
 def _stats_key(store, index):

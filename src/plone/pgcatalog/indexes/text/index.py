@@ -36,6 +36,7 @@ from plone.pgcatalog.indexes.text.encoding import words_from_tsvector
 from plone.pgcatalog.indexes.text.querytree import FALSE
 from plone.pgcatalog.indexes.text.querytree import match_sql
 from plone.pgcatalog.indexes.text.querytree import translate
+from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import T_TSV
 from plone.pgcatalog.indexes.text.scoring import TEXT
 from plone.pgcatalog.indexes.text.scoring import df_sql
@@ -191,11 +192,16 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return rank_columns(self.getId(), node, qc, mode, row)
 
-    def pgc_df_sql(self, cid, tsquery):
+    #: the number of documents ``pgc_df_sql`` counts up to (a word in as
+    #: many or more: a common word, counted exactly by ``exact``)
+    pgc_df_limit = DF_EXACT_LIMIT
+
+    def pgc_df_sql(self, cid, tsquery, exact=False):
         """The statement (a Fragment) counting the documents of catalog
         ``cid`` whose words match ``tsquery`` (a tsquery's text), up to
-        DF_EXACT_LIMIT: the document frequency a score uses."""
-        return df_sql(self.getId(), cid, tsquery)
+        ``pgc_df_limit`` (``exact``: all of them): the document frequency
+        a score uses."""
+        return df_sql(self.getId(), cid, tsquery, exact)
 
     def pgc_doclen_sql(self, alias="t"):
         """The word count (Okapi document length) of the text row

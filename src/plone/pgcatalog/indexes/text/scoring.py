@@ -10,10 +10,11 @@ the collection statistics are exact:
   ``qc.text_stats(index_id) -> (document_count, total_word_count)`` when
   the query context offers it; otherwise N is counted and the mean length
   is taken over the first STATS_SAMPLE rows (exact for small indexes);
-- a word's document frequency is counted up to DF_EXACT_LIMIT documents,
-  by ``qc.text_df(index_id, tsquery) -> count`` when the query context
-  offers it (the tool caches the counts with the statistics), else by a
-  subquery of the scoring statement;
+- a word's document frequency comes from ``qc.text_df(index_id, tsquery)
+  -> count`` when the query context offers it (the tool's, textstats.py:
+  exact, a common word's kept for a while across changes), else it is
+  counted up to DF_EXACT_LIMIT documents by a subquery of the scoring
+  statement;
 - a glob's per-word document frequencies are exact when the glob matches
   at most GLOB_EXACT_DOCS documents, else the glob's own frequency is used.
 
@@ -53,7 +54,9 @@ from plone.pgcatalog.indexes.text.querytree import tsquery_text
 #: given (exact for indexes with no more documents than this).
 STATS_SAMPLE = 500
 #: Document frequencies (for the idf) are counted up to this many
-#: documents; a more frequent word is scored as if it had this many.
+#: documents by the scoring statement itself; the tool counts a more
+#: frequent word exactly (textstats.py), without it a word is scored as if
+#: it had this many.
 DF_EXACT_LIMIT = 2000
 #: A glob matching at most this many documents gets the exact per-word
 #: document frequencies of ZCTextIndex in its score; a broader glob uses
@@ -196,11 +199,15 @@ def _okapi(index_id, node, qc):
     return _Scorer(name, n_sql, mean_sql, scope, df)
 
 
-def df_sql(index_id, cid, tsquery):
+def df_sql(index_id, cid, tsquery, exact=False):
     """The statement counting the documents of catalog ``cid`` whose text
     in index ``index_id`` matches ``tsquery`` (a tsquery's text), up to
-    DF_EXACT_LIMIT: a word's document frequency.  The catalog id and the
-    tsquery are parameters."""
+    DF_EXACT_LIMIT (``exact``: all of them): a word's document frequency.
+    The catalog id and the tsquery are parameters."""
+    if exact:
+        return q("SELECT count(*) FROM {} x WHERE x.name = {} AND x.cid = "
+                 "{} AND x.tsv @@ {}::tsquery", TEXT, literal(index_id), cid,
+                 tsquery)
     return q("SELECT count(*) FROM (SELECT 1 FROM {} x WHERE x.name = {} "
              "AND x.cid = {} AND x.tsv @@ {}::tsquery LIMIT {}) c",
              TEXT, literal(index_id), cid, tsquery,

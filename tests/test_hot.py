@@ -803,27 +803,36 @@ class TestTextRows(ManagerWithoutCache):
         texts = ("apple", "apple cherry", '"apple banana"', "cher*",
                  "banana OR cherry", "apple AND NOT durian",
                  "(apple AND banana) OR durian")
+        # the same documents through hot conditions only (the text rows
+        # joined to their hot rows), with the range too, and with a
+        # condition that is not hot (joined to their entries)
+        filters = [({"portal_type": "Document"}, '"pgcatalog_hot" h'),
+                   ({"portal_type": "Document", "effectiveRange": DateTime(),
+                     "allowedRolesAndUsers": ["Anonymous"]},
+                    '"pgcatalog_hot" h'),
+                   ({"portal_type": "Document", "path": "/plone/texts"},
+                    '"pgcatalog_entries" e')]
         for text in texts:
             alone = self.answer({"SearchableText": text})
             documents = [(p, s) for p, s in alone if "/texts/t" in p]
-            query = {"SearchableText": text, "portal_type": "Document"}
-            found, sent = statements(self.catalog,
-                                     lambda: self.answer(query))
-            self.assertEqual(found, documents, text)
-            whole = self.full(query)
-            for b_start in range(0, len(documents) + 1, 2):
-                page = dict(query, b_start=b_start, b_size=2)
-                got, sent = statements(self.catalog,
-                                       lambda: self.full(page))
-                self.assertEqual(got, whole[b_start:b_start + 2],
-                                 (text, b_start))
-                search = [st for st in sent if "array_agg" in st][0]
-                # one text index: its text rows joined to the entries,
-                # each match scored once
-                self.assertIn('FROM "pgcatalog_text" tr JOIN '
-                              '"pgcatalog_entries" e', search, text)
-                self.assertEqual(search.count('"pgcatalog_text" tr'), 1,
-                                 text)
+            for conditions, joined in filters:
+                query = dict(conditions, SearchableText=text)
+                found = self.answer(query)
+                self.assertEqual(found, documents, query)
+                whole = self.full(query)
+                for b_start in range(0, len(documents) + 1, 2):
+                    page = dict(query, b_start=b_start, b_size=2)
+                    got, sent = statements(self.catalog,
+                                           lambda: self.full(page))
+                    self.assertEqual(got, whole[b_start:b_start + 2],
+                                     (query, b_start))
+                    search = [st for st in sent if "array_agg" in st][0]
+                    # one text index: its text rows joined to the hot
+                    # rows or the entries, each match scored once
+                    self.assertIn('FROM "pgcatalog_text" tr JOIN ' + joined,
+                                  search, query)
+                    self.assertEqual(search.count('"pgcatalog_text" tr'),
+                                     1, query)
 
     def test_a_common_words_frequency_is_counted_exactly(self):
         """A word in the scoring statement's limit of documents or more

@@ -89,7 +89,7 @@ def compile_search(catalog, query, store, window=None):
         order.append(plans.tie_break(reverse))
         return plans.Page(and_(where, *presents), join(", ", order), window)
     if qc.ranks:
-        plan = text_relevance(qc, conditions, store.cid, window)
+        plan = text_relevance(qc, conditions, hot_conditions, store, window)
         if plan is not None:
             return plan
         if window.b_size is None:
@@ -116,18 +116,21 @@ def compile_search(catalog, query, store, window=None):
     return plans.Page(where, plans.RID, window, count=hot_count)
 
 
-def text_relevance(qc, conditions, cid, window):
+def text_relevance(qc, conditions, hot_conditions, store, window):
     """The plan reading a search by relevance from its one text index's
     rows (plans.TextRelevance), or None.
 
     The text condition alone (and the catalog's): its text rows are the
-    matches.  With other conditions: the text rows joined to their
-    entries, for a page, or for every match when the score is read from
-    the text row's columns (a union or a glob reads more of the row:
-    every match is then scored only when a brain is read,
-    plans.Relevance)."""
+    matches.  With other conditions: the text rows joined to their hot
+    rows when the other conditions are all hot and in the key sets (the
+    sets' ids found first, so that PostgreSQL can estimate how many rows
+    they hold), else to their entries; for a page, or for every match
+    when the score is read from the text row's columns (a union or a glob
+    reads more of the row: every match is then scored only when a brain
+    is read, plans.Relevance)."""
     if len(qc.text_rows) != 1:
         return None
+    cid = store.cid
     text = qc.text_rows[0]
     page = window if window.b_size is not None else None
     if len(conditions) == 2:
@@ -139,10 +142,22 @@ def text_relevance(qc, conditions, cid, window):
         if page is None:
             return None
         rank = text.row_score("tr")
+    matched = and_(q("tr.cid = {}", cid), text.condition("tr"))
+    # (``hot_conditions`` follow ``conditions`` after the catalog's)
+    hot_others = [h for c, h in zip(conditions[1:], hot_conditions)
+                  if c is not text.entries_condition]
+    found = hot.set_ids(cid, hot_others) \
+        if hot_others and None not in hot_others else None
+    if found is not None:
+        ids = store.execute(found).fetchone()[0] or []
+        return plans.TextRelevance(
+            and_(matched, hot.where(cid, hot_others,
+                                    ids=q("{}::integer[]", ids))),
+            rank, source=plans.TEXT_HOT, rid=plans.TEXT_RID, window=page)
     others = [c for c in conditions if c is not text.entries_condition]
     return plans.TextRelevance(
-        and_(q("tr.cid = {}", cid), text.condition("tr"), *others), rank,
-        source=plans.TEXT_JOINED, rid=plans.TEXT_RID, window=page)
+        and_(matched, *others), rank, source=plans.TEXT_JOINED,
+        rid=plans.TEXT_RID, window=page)
 
 
 def unique_lookup(qc):

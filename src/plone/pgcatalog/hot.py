@@ -279,6 +279,19 @@ def _set_ids(cid, keys):
              and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
 
 
+def set_ids(cid, conditions):
+    """A statement of one value, the ids of catalog ``cid``'s key sets
+    meeting the key conditions of ``conditions`` (an array), or None when
+    they are not all on indexes in the sets (or none is a key).  Given to
+    :func:`where` as ``ids``, the planner knows how many hot rows those
+    sets hold (the B-tree's statistics of ``sid``), where it cannot
+    estimate a sub-select finding them."""
+    keys = [c for c in conditions if not isinstance(c, Ranged)]
+    if not keys or not _in_sets(keys):
+        return None
+    return q("SELECT {}", _set_ids(cid, keys))
+
+
 def where(cid, conditions, sets=True, ids=None):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
     of a query (Fragments over ``h``, or :class:`Ranged` ones), or None

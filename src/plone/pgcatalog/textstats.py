@@ -66,16 +66,15 @@ def stats(store, index):
 def df(store, index, tsquery):
     """Documents of text index ``index`` matching ``tsquery`` (capped as
     the index kind says): a word's document frequency."""
-    found = _cached(store, index, _df, DF_MAX,
-                    _stats_key(store, index) + (tsquery,),
+    key = _stats_key(store, index) + (tsquery,)
+    found = _cached(store, index, _df, DF_MAX, key,
                     lambda: int(store.value(index.pgc_df_sql(store.cid,
                                                              tsquery))))
     if not _common_word(index, tsquery, found):
         return found
-    key = _stats_key(store, index) + (tsquery,)
-    kept = _common.get(key)
-    if kept is not None and kept[0] > time.monotonic():
-        return kept[1]
+    kept = _common_found(key)
+    if kept is not None:
+        return kept
     count = int(store.value(index.pgc_df_sql(store.cid, tsquery,
                                              exact=True)))
     _keep_common(key, count)
@@ -87,6 +86,15 @@ def _common_word(index, tsquery, count):
     counted exactly (not a glob's, see the module docstring)."""
     limit = getattr(index, "pgc_df_limit", None)
     return limit is not None and count >= limit and ":*" not in tsquery
+
+
+def _common_found(key):
+    """A common word's exact count kept under ``key`` and not expired,
+    else None."""
+    kept = _common.get(key)
+    if kept is not None and kept[0] > time.monotonic():
+        return kept[1]
+    return None
 
 
 def _keep_common(key, count):
@@ -119,10 +127,9 @@ def prefetch(store, index, tsqueries):
     for value, (cache, cache_key, size, convert) in zip(row, fill):
         value = convert(value)
         _keep(store, cache, cache_key, size, version, value)
-        if cache is _df and _common_word(index, cache_key[-1], value):
-            found = _common.get(cache_key)
-            if found is None or found[0] <= time.monotonic():
-                common.append(cache_key)
+        if cache is _df and _common_word(index, cache_key[-1], value) \
+                and _common_found(cache_key) is None:
+            common.append(cache_key)
     if common:
         # the common words' exact counts, together
         row = store.execute(q("SELECT {}", join(", ", [

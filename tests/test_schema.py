@@ -87,7 +87,8 @@ def describe(conn):
         "triggers": rows(
             "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE "
             "tgrelid IN ('pgcatalog_entries'::regclass, "
-            "'pgcatalog_hot'::regclass) AND NOT tgisinternal"),
+            "'pgcatalog_hot'::regclass, 'pgcatalog_text'::regclass) AND NOT "
+            "tgisinternal"),
         "functions": rows(
             "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = "
             "current_schema()::regnamespace AND proname LIKE 'pgcatalog%'"),
@@ -124,7 +125,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
-        "pgcatalog_hot_sets", "pgcatalog_hot_counts"])
+        "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
@@ -147,7 +148,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(r[0] for r in fresh["triggers"]) == [
         "pgcatalog_entries_hot", "pgcatalog_entries_hot_update",
         "pgcatalog_hot_count_delete", "pgcatalog_hot_count_insert",
-        "pgcatalog_hot_count_update"]
+        "pgcatalog_hot_count_update", "pgcatalog_text_words_insert",
+        "pgcatalog_text_words_update"]
     # version 8: the hot keys' codes; metadata layouts (layouts.py)
     assert columns[("pgcatalog_hot_names", "code")][3] == "NO"
     assert columns[("pgcatalog_meta_layouts", "digest")][2] == "C"
@@ -233,6 +235,13 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     if version >= 8:
         assert conn.execute(
             "SELECT sum(n) FROM pgcatalog_hot_counts").fetchone()[0] == 3
+    # the lexicon (version 11) holds the words of the text rows
+    assert conn.execute(
+        "SELECT cid, name, word FROM pgcatalog_words ORDER BY 1, 2, 3"
+    ).fetchall() == conn.execute(
+        "SELECT DISTINCT cid, name, u.w FROM pgcatalog_text CROSS JOIN "
+        "LATERAL unnest(tsvector_to_array(tsv)) AS u(w) WHERE u.w <> chr(3) "
+        "ORDER BY 1, 2, 3").fetchall() != []
     # idempotent
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 

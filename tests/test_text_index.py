@@ -216,7 +216,30 @@ def scored(qc, where, cid=None):
              "AND {}", ranks[0], cid, where)
 
 
-def pg_search(env, name, value):
+class LexiconStore:
+    """What textstats reads the lexicon with: the env's catalog."""
+
+    def __init__(self, env):
+        self.env = env
+        self.cid = env["cid"]
+
+    def value(self, fragment):
+        return fetch(self.env, fragment)[0][0]
+
+
+def lexicon_context(env, qc):
+    """``qc`` with the lexicon's glob words and exact document frequencies
+    (what the tool's store gives the compiler)."""
+    from plone.pgcatalog import textstats
+    store = LexiconStore(env)
+    qc.text_words = lambda name, prefix, regex: textstats._read_words(
+        store, env["pg"][name], prefix, regex)
+    qc.text_df = lambda name, tsquery: fetch(env, scoring.df_sql(
+        name, env["cid"], tsquery, exact=True))[0][0]
+    return qc
+
+
+def pg_search(env, name, value, lexicon=False):
     catalog = env["cat"]._catalog
     index = env["pg"][name].__of__(env["cat"])
 
@@ -226,6 +249,8 @@ def pg_search(env, name, value):
                         index.useOperator)
         qc = QueryContext()
         qc.cid = env["cid"]
+        if lexicon:
+            lexicon_context(env, qc)
         where = index.pgc_where(iq, qc)
         if where is NO_MATCH or where is None:
             return {}
@@ -234,9 +259,9 @@ def pg_search(env, name, value):
     return outcome(run)
 
 
-def compare(env, name, value):
+def compare(env, name, value, lexicon=False):
     expected = zc_search(env, name, value)
-    got = pg_search(env, name, value)
+    got = pg_search(env, name, value, lexicon)
     assert got[0] == expected[0], (name, value, expected, got)
     if expected[0] == "error":
         assert got[1:] == expected[1:], (name, value)
@@ -633,6 +658,70 @@ def test_statistics_caps_keep_matches(env, monkeypatch):
         got = _pg_rows(env, "SearchableText", query)
         assert set(got) == set(expected)
         assert all(v > 0 for v in got.values())
+
+
+GLOB_QUERIES = ["b*", "f*", "hel*", "ba?d", "b* AND f*", "foo OR b*",
+                 "(foo OR zope) AND NOT b*", "c*", "z*", "caf*", "x*"]
+
+
+@pytest.mark.parametrize("columns", [0, 1, 4])
+def test_globs_scored_from_the_lexicon(env, monkeypatch, columns):
+    """A glob expanded to the lexicon's words (schema version 11) gets
+    ZCTextIndex's score, each word with its own document frequency, where
+    the capped statistics give another (below): whether its words are read
+    as words or in one pass (GLOB_WORD_COLUMNS)."""
+    monkeypatch.setattr(scoring, "DF_EXACT_LIMIT", 3)
+    monkeypatch.setattr(scoring, "GLOB_EXACT_DOCS", 2)
+    monkeypatch.setattr(scoring, "GLOB_WORD_COLUMNS", columns)
+    queries = GLOB_QUERIES + [query for query in gen_queries(env, 300, 5)
+                              if "*" in str(query) or "?" in str(query)]
+    nonempty = 0
+    for name in NAMES:
+        for query in queries:
+            result = compare(env, name, query, lexicon=True)
+            nonempty += result[0] == "ok" and bool(result[1])
+    assert nonempty > 100
+    # without the lexicon the same caps give other scores
+    differ = [query for query in GLOB_QUERIES
+              if pg_search(env, "SearchableText", query)
+              != zc_search(env, "SearchableText", query)]
+    assert differ
+
+
+def test_the_lexicon_is_kept_by_the_text_rows(env):
+    """Every word of the text rows is in the lexicon, once per catalog and
+    index; a written row adds its new words (insert and update), and a
+    word no row holds any more stays (as in ZCTextIndex's lexicon)."""
+    conn = env["conn"]
+    words_sql = ("SELECT cid, name, word, count(*) FROM pgcatalog_words "
+                 "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+    text_sql = ("SELECT DISTINCT cid, name, u.w FROM pgcatalog_text CROSS "
+                "JOIN LATERAL unnest(tsvector_to_array(tsv)) AS u(w) WHERE "
+                "u.w <> chr(3) ORDER BY 1, 2, 3")
+    found = conn.execute(words_sql).fetchall()
+    assert [r[:3] for r in found] == conn.execute(text_sql).fetchall()
+    assert {r[3] for r in found} == {1}
+    with conn.transaction():
+        rid = conn.execute("SELECT min(rid) FROM pgcatalog_text WHERE name "
+                           "= 'Title'").fetchone()[0]
+        conn.execute("UPDATE pgcatalog_text SET tsv = tsv || "
+                     "'zzfresh:9'::tsvector WHERE rid = %s AND name = "
+                     "'Title'", (rid,))
+        conn.execute("INSERT INTO pgcatalog_text (rid, cid, name, tsv) "
+                     "SELECT rid, cid, 'Title', 'zznew zzfresh'::tsvector "
+                     "FROM pgcatalog_entries WHERE cid = %s AND rid NOT IN "
+                     "(SELECT rid FROM pgcatalog_text WHERE name = 'Title') "
+                     "LIMIT 1", (env["cid"],))
+        conn.execute("UPDATE pgcatalog_text SET tsv = tsv || "
+                     "'zzfresh:10'::tsvector WHERE rid = %s AND name = "
+                     "'Title'", (rid,))
+        conn.execute("DELETE FROM pgcatalog_text WHERE tsv @@ "
+                     "'zznew'::tsquery")
+        assert conn.execute(
+            "SELECT word, count(*) FROM pgcatalog_words WHERE word LIKE "
+            "'zz%%' GROUP BY 1 ORDER BY 1").fetchall() == [
+                ("zzfresh", 1), ("zznew", 1)]
+        raise psycopg.Rollback()
 
 
 def test_persistent_class_path(env):

@@ -44,7 +44,9 @@ def compile_search(catalog, query, store, window=None):
         text_df=lambda name, tsquery: store.text_df(catalog.getIndex(name),
                                                     tsquery),
         text_prefetch=lambda name, tsqueries: store.text_prefetch(
-            catalog.getIndex(name), tsqueries))
+            catalog.getIndex(name), tsqueries),
+        text_words=lambda name, prefix, pattern: store.text_words(
+            catalog.getIndex(name), prefix, pattern))
     hot_conditions = []
     conditions = conditions_for(catalog, query, qc, hot_conditions)
     if conditions is None:

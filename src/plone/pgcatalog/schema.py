@@ -81,6 +81,7 @@ HOT = "pgcatalog_hot"
 HOT_NAMES = "pgcatalog_hot_names"
 HOT_SETS = "pgcatalog_hot_sets"
 HOT_COUNTS = "pgcatalog_hot_counts"
+WORDS = "pgcatalog_words"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 # Lock id for pg_advisory_xact_lock while creating/migrating the schema.
@@ -773,8 +774,58 @@ def _v10(conn):
         WHERE hi <> 9223372036854775807 OR rng IS NOT NULL""")
 
 
+# A text row written: the words of its tsvector that the lexicon lacks
+# (its catalog's, its index's), added once per statement.  No unique key:
+# two transactions adding the same new word at once both add it (readers
+# take distinct words), and no writer ever waits for another here.
+_V11_WORDS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_words_add() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pgcatalog_words (cid, name, word)
+    SELECT d.cid, d.name, d.word FROM (
+        SELECT DISTINCT n.cid, n.name, u.word
+        FROM pgcatalog_text_written n
+        CROSS JOIN LATERAL unnest(tsvector_to_array(n.tsv)) AS u(word)
+        WHERE u.word <> chr(3)) d
+    WHERE NOT EXISTS (SELECT 1 FROM pgcatalog_words w WHERE w.cid = d.cid
+                      AND w.name = d.name AND w.word = d.word);
+    RETURN NULL;
+END
+$$"""
+
+
+def _v11(conn):
+    """Version 11: a lexicon per text index.  ``pgcatalog_words`` holds
+    every word a text row of a catalog's text index ever had (insert-only,
+    as ZCTextIndex's lexicon: a word no document holds any more stays), kept
+    by statement triggers on ``pgcatalog_text``; a glob is expanded to its
+    words there and each word scored with its own document frequency, as
+    ZCTextIndex scores it (scoring.py)."""
+    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_words (
+        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
+        name text NOT NULL,
+        word text COLLATE "C" NOT NULL
+    )""")
+    conn.execute("""INSERT INTO pgcatalog_words (cid, name, word)
+        SELECT DISTINCT x.cid, x.name, u.word FROM pgcatalog_text x
+        CROSS JOIN LATERAL unnest(tsvector_to_array(x.tsv)) AS u(word)
+        WHERE u.word <> chr(3)""")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_words_word
+        ON pgcatalog_words (cid, name, word)""")
+    conn.execute(_V11_WORDS)
+    for name, event in (("insert", "INSERT"), ("update", "UPDATE")):
+        conn.execute("DROP TRIGGER IF EXISTS pgcatalog_text_words_%s ON "
+                     "pgcatalog_text" % name)
+        conn.execute("""CREATE TRIGGER pgcatalog_text_words_%s
+            AFTER %s ON pgcatalog_text
+            REFERENCING NEW TABLE AS pgcatalog_text_written
+            FOR EACH STATEMENT EXECUTE FUNCTION pgcatalog_words_add()"""
+                     % (name, event))
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11]
 
 SCHEMA_VERSION = len(STEPS)
 

@@ -436,6 +436,11 @@ class CatalogStore:
         document frequency for the Okapi score."""
         return textstats.df(self, index, tsquery)
 
+    def text_words(self, index, prefix, pattern=None):
+        """The lexicon's words of text index ``index`` a glob matches
+        (sorted), or None when there are too many (textstats.words)."""
+        return textstats.words(self, index, prefix, pattern)
+
     def text_prefetch(self, index, tsqueries):
         """Read those of the statistics and document frequencies a score
         needs that are not kept, in one statement."""

@@ -28,10 +28,17 @@ by the documents changed in that time, a small part of a big number (the
 scores of a page by relevance at 100,000 entries were ZCatalog's with exact
 frequencies, another page with the frequencies capped at 2,000).  A glob's
 own frequency stays capped (its words' are what ZCatalog scores).
+
+A glob's words are read from the lexicon (``pgcatalog_words``, schema
+version 11) and kept as the frequencies are (:func:`words`): each word is
+then scored with its own frequency, as ZCTextIndex scores a glob.
 """
+import re
 import time
 
 from plone.pgcatalog import db
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
 
@@ -48,12 +55,19 @@ _FOREVER = float("inf")
 #: document frequencies
 _common = {}
 COMMON_DF_TTL = 600.0
+#: (dsn, cid, text index, "words", prefix, pattern) -> (expiry, version,
+#: words or None)
+_words = {}
+#: a glob of more words than this is scored with its own frequency for all
+#: its words (scoring.py: a broad glob such as ``a*``)
+GLOB_WORDS_MAX = 500
 
 
 def forget():
     _stats.clear()
     _df.clear()
     _common.clear()
+    _words.clear()
 
 
 def stats(store, index):
@@ -79,6 +93,32 @@ def df(store, index, tsquery):
                                              exact=True)))
     _keep_common(key, count)
     return count
+
+
+def words(store, index, prefix, pattern=None):
+    """The words of text index ``index``'s lexicon that start with
+    ``prefix`` and match ``pattern`` (ZCTextIndex's regular expression,
+    Python's, matched as ``Lexicon.globToWordIds`` does), sorted; None when
+    more than GLOB_WORDS_MAX words start with the prefix."""
+    key = _stats_key(store, index) + ("words", prefix, pattern)
+    return _cached(store, index, _words, DF_MAX, key,
+                   lambda: _read_words(store, index, prefix, pattern))
+
+
+def _read_words(store, index, prefix, pattern=None):
+    found = store.value(q(
+        "SELECT array_agg(d.word ORDER BY d.word) FROM (SELECT DISTINCT "
+        "w.word FROM {} w WHERE w.cid = {} AND w.name = {} AND w.word >= {} "
+        "AND w.word < {} AND starts_with(w.word, {}) LIMIT {}) d",
+        ident(schema.WORDS), store.cid, index.getId(), prefix,
+        prefix + chr(0x10FFFF), prefix, GLOB_WORDS_MAX + 1))
+    found = list(found or ())
+    if len(found) > GLOB_WORDS_MAX:
+        return None
+    if pattern is not None:
+        match = re.compile(pattern).match
+        found = [word for word in found if match(word)]
+    return found
 
 
 def _common_word(index, tsquery, count):

@@ -10,15 +10,17 @@ class QueryContext:
     ``text_stats(index_id) -> (documents, total words)`` and
     ``text_df(index_id, tsquery) -> documents`` (Okapi BM25), and
     ``text_prefetch(index_id, tsqueries)`` reading those not cached in one
-    statement."""
+    statement, and ``text_words(index_id, prefix, pattern) -> words or
+    None``, the lexicon's words a glob matches."""
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
-                 text_df=None, text_prefetch=None):
+                 text_df=None, text_prefetch=None, text_words=None):
         self.catalog = catalog
         self.cid = cid
         self.text_stats = text_stats
         self.text_df = text_df
         self.text_prefetch = text_prefetch
+        self.text_words = text_words
         #: relevance Fragments over the entry ``e`` (summed for ordering),
         #: or callables making them (:meth:`rank_fragments`)
         self.ranks = []

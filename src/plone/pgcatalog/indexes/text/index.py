@@ -35,6 +35,7 @@ from plone.pgcatalog.indexes.text.encoding import tsvector_literal
 from plone.pgcatalog.indexes.text.encoding import words_from_tsvector
 from plone.pgcatalog.indexes.text.querytree import FALSE
 from plone.pgcatalog.indexes.text.querytree import match_sql
+from plone.pgcatalog.indexes.text.querytree import resolve_globs
 from plone.pgcatalog.indexes.text.querytree import translate
 from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import T_TSV
@@ -156,6 +157,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         if iq.keys is None:
             return None
         node = self.pgc_parse(iq.keys)
+        text_words = getattr(qc, "text_words", None)
+        if node is not None and callable(text_words):
+            # each glob as its words (the lexicon's): matched and scored
+            # as ZCTextIndex does
+            node = resolve_globs(node, lambda glob: text_words(
+                self.getId(), glob.prefix, glob.pattern))
         if node is None or node is FALSE:
             # ZCatalog: an empty (or None) index result short-circuits.
             return NO_MATCH

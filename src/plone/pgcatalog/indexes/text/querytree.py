@@ -39,9 +39,12 @@ class _Word:
 
 
 class _Glob:
-    def __init__(self, prefix, regex):
+    def __init__(self, prefix, regex, pattern=None):
         self.prefix = prefix     # literal prefix of the pattern
         self.regex = regex       # PostgreSQL regex, or None for prefix:*
+        #: ZCTextIndex's own regular expression (Python's ``re``, matched
+        #: at the start of a word), None for prefix:*
+        self.pattern = pattern
 
 
 class _Phrase:
@@ -58,6 +61,15 @@ class _And:
 class _Or:
     def __init__(self, kids):
         self.kids = kids
+
+
+class _Words(_Or):
+    """A glob's words, from the lexicon: their union (ZCTextIndex's
+    ``search_glob``), matched and scored as words."""
+
+    def __init__(self, lexes):
+        super().__init__([_Word(lex) for lex in lexes])
+        self.lexes = lexes
 
 
 def _simplify_or(kids):
@@ -104,7 +116,30 @@ def _glob_node(pattern):
     re.compile(pat)  # the same re.error as ZCTextIndex for odd prefixes
     simple = rest.strip("*") == "" and re.escape(prefix) == prefix
     return _Glob(clip_prefix(prefix),
-                 None if simple else "^(?:%s)" % pat)
+                 None if simple else "^(?:%s)" % pat,
+                 None if simple else pat)
+
+
+def resolve_globs(node, words_of):
+    """The match tree with each glob replaced by its words:
+    ``words_of(glob)`` gives them (the lexicon's, matched as
+    ``Lexicon.globToWordIds`` matches) or None to keep the glob (a glob of
+    too many words).  A glob without words matches nothing (FALSE)."""
+    if isinstance(node, _Glob):
+        words = words_of(node)
+        if words is None:
+            return node
+        if not words:
+            return FALSE
+        if len(words) == 1:
+            return _Word(words[0])
+        return _Words(list(words))
+    if isinstance(node, _And):
+        return _simplify_and([resolve_globs(n, words_of) for n in node.pos],
+                             [resolve_globs(n, words_of) for n in node.neg])
+    if isinstance(node, _Or) and not isinstance(node, _Words):
+        return _simplify_or([resolve_globs(n, words_of) for n in node.kids])
+    return node
 
 
 def translate(tree, lexicon):

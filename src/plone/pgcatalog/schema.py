@@ -774,45 +774,44 @@ def _v10(conn):
         WHERE hi <> 9223372036854775807 OR rng IS NOT NULL""")
 
 
-# A text row written: the words of its tsvector that the lexicon lacks
-# (its catalog's, its index's), added once per statement.  No unique key:
-# two transactions adding the same new word at once both add it (readers
-# take distinct words), and no writer ever waits for another here.
+# A text row written: the words of its tsvector that the lexicon lacks,
+# added once per statement.  No unique key: two transactions adding the
+# same new word at once both add it (readers take distinct words), and no
+# writer ever waits for another here.
 _V11_WORDS = r"""
 CREATE OR REPLACE FUNCTION pgcatalog_words_add() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO pgcatalog_words (cid, name, word)
-    SELECT d.cid, d.name, d.word FROM (
-        SELECT DISTINCT n.cid, n.name, u.word
-        FROM pgcatalog_text_written n
+    INSERT INTO pgcatalog_words (word)
+    SELECT d.word FROM (
+        SELECT DISTINCT u.word FROM pgcatalog_text_written n
         CROSS JOIN LATERAL unnest(tsvector_to_array(n.tsv)) AS u(word)
         WHERE u.word <> chr(3)) d
-    WHERE NOT EXISTS (SELECT 1 FROM pgcatalog_words w WHERE w.cid = d.cid
-                      AND w.name = d.name AND w.word = d.word);
+    WHERE NOT EXISTS (SELECT 1 FROM pgcatalog_words w
+                      WHERE w.word = d.word);
     RETURN NULL;
 END
 $$"""
 
 
 def _v11(conn):
-    """Version 11: a lexicon per text index.  ``pgcatalog_words`` holds
-    every word a text row of a catalog's text index ever had (insert-only,
-    as ZCTextIndex's lexicon: a word no document holds any more stays), kept
-    by statement triggers on ``pgcatalog_text``; a glob is expanded to its
-    words there and each word scored with its own document frequency, as
-    ZCTextIndex scores it (scoring.py)."""
+    """Version 11: the lexicon.  ``pgcatalog_words`` holds every word a
+    text row ever had, of any catalog and text index (insert-only, as
+    ZCTextIndex's lexicon: a word no document holds any more stays), kept
+    by statement triggers on ``pgcatalog_text``.  A glob is replaced by its
+    words there (scoring.py); a word of another index or catalog among them
+    matches nothing of this one's and adds nothing to a score, so one
+    narrow lexicon serves all (a column of the word alone: about 60 bytes
+    a word with its B-tree)."""
     conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_words (
-        cid integer NOT NULL REFERENCES pgcatalog_catalogs ON DELETE CASCADE,
-        name text NOT NULL,
         word text COLLATE "C" NOT NULL
     )""")
-    conn.execute("""INSERT INTO pgcatalog_words (cid, name, word)
-        SELECT DISTINCT x.cid, x.name, u.word FROM pgcatalog_text x
+    conn.execute("""INSERT INTO pgcatalog_words (word)
+        SELECT DISTINCT u.word FROM pgcatalog_text x
         CROSS JOIN LATERAL unnest(tsvector_to_array(x.tsv)) AS u(word)
         WHERE u.word <> chr(3)""")
     conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_words_word
-        ON pgcatalog_words (cid, name, word)""")
+        ON pgcatalog_words (word)""")
     conn.execute(_V11_WORDS)
     for name, event in (("insert", "INSERT"), ("update", "UPDATE")):
         conn.execute("DROP TRIGGER IF EXISTS pgcatalog_text_words_%s ON "

@@ -96,10 +96,12 @@ def df(store, index, tsquery):
 
 
 def words(store, index, prefix, pattern=None):
-    """The words of text index ``index``'s lexicon that start with
-    ``prefix`` and match ``pattern`` (ZCTextIndex's regular expression,
-    Python's, matched as ``Lexicon.globToWordIds`` does), sorted; None when
-    more than GLOB_WORDS_MAX words start with the prefix."""
+    """The lexicon's words that start with ``prefix`` and match ``pattern``
+    (ZCTextIndex's regular expression, Python's, matched as
+    ``Lexicon.globToWordIds`` does), sorted; None when more than
+    GLOB_WORDS_MAX words start with the prefix.  The lexicon is shared by
+    the catalogs and text indexes of the database: a word of another one
+    matches nothing in ``index`` (its document frequency is 0)."""
     key = _stats_key(store, index) + ("words", prefix, pattern)
     return _cached(store, index, _words, DF_MAX, key,
                    lambda: _read_words(store, index, prefix, pattern))
@@ -108,9 +110,8 @@ def words(store, index, prefix, pattern=None):
 def _read_words(store, index, prefix, pattern=None):
     found = store.value(q(
         "SELECT array_agg(d.word ORDER BY d.word) FROM (SELECT DISTINCT "
-        "w.word FROM {} w WHERE w.cid = {} AND w.name = {} AND w.word >= {} "
-        "AND w.word < {} AND starts_with(w.word, {}) LIMIT {}) d",
-        ident(schema.WORDS), store.cid, index.getId(), prefix,
+        "w.word FROM {} w WHERE w.word >= {} AND w.word < {} AND "
+        "starts_with(w.word, {}) LIMIT {}) d", ident(schema.WORDS), prefix,
         prefix + chr(0x10FFFF), prefix, GLOB_WORDS_MAX + 1))
     found = list(found or ())
     if len(found) > GLOB_WORDS_MAX:

@@ -37,6 +37,7 @@ the planner folds the statistics' arithmetic once, and the statement
 reads the same in ``EXPLAIN`` and in the log as it runs.
 """
 import functools
+import json
 
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import join
@@ -352,22 +353,21 @@ class _Scorer:
 
     def word_set_column(self, row, col):
         """The score of the word set ``col`` in the text row ``row`` (an
-        alias): one pass over the row's lexemes of those words."""
+        alias): one pass over the row's lexemes of those words, each
+        word's frequency read from a map (a constant)."""
         found = self.word_sets[col]
         lexes = q("ARRAY[{}]::text[]", join(", ", [
             literal(lex) for lex, _ in found]))
-        dfs = q("ARRAY[{}]::float8[]", join(", ", [
-            literal(float(n)) for _, n in found]))
+        dfs = q("{}::jsonb", literal(json.dumps(dict(found))))
         count = q("coalesce(({}.tf ->> u.lexeme)::float8, CASE WHEN {}.tf "
                   "IS NULL THEN cardinality(u.positions)::float8 ELSE 1 "
                   "END)", row, row)
         return q("(SELECT coalesce(sum(floor({} * {} + {})), 0) FROM "
-                 "unnest(ts_filter(setweight({}.tsv, 'A', {}), '{{a}}')) u "
-                 "JOIN unnest({}, {}) AS d(l, n) ON d.l = u.lexeme)::float8 "
-                 "AS {}",
-                 self.tf(count, q("{}.dl::float8", row)), self.idf(q("d.n")),
-                 _HALF_SQL, row, lexes, lexes, dfs,
-                 ident(_column("k", col)))
+                 "unnest(ts_filter(setweight({}.tsv, 'A', {}), '{{a}}')) u)"
+                 "::float8 AS {}",
+                 self.tf(count, q("{}.dl::float8", row)),
+                 self.idf(q("({} ->> u.lexeme)::float8", dfs)), _HALF_SQL,
+                 row, lexes, ident(_column("k", col)))
 
     def word_columns(self, row, present=False):
         """What the score of the words reads of the text row ``row`` (an

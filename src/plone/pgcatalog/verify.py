@@ -12,7 +12,10 @@ and objects at a time, the ZODB cache trimmed after each batch):
    that differ, ``stale_metadata`` the columns.  An entry whose hot row
    (``hot.py``: kept by a trigger, so only a manual change of the tables
    makes one differ) is not what its stored values make is
-   ``stale_hot``; its repair computes the hot row again.
+   ``stale_hot``; its repair computes the hot row again.  So are a key
+   set whose counts do not add up (``set:N``), a hot row without an entry
+   (``rid:N``) and a word of the text rows missing from the lexicon
+   (``word:W``: a glob would miss its documents).
 2. The site, walked as ``clearFindAndRebuild`` walks it
    (``verifywalk.contentish``): an object it would index that has no entry
    is ``missing``.
@@ -59,6 +62,7 @@ from plone.pgcatalog import extract
 from plone.pgcatalog import hot
 from plone.pgcatalog import lists
 from plone.pgcatalog import logger
+from plone.pgcatalog import textstats
 from plone.pgcatalog import verifystore
 from plone.pgcatalog.verifyreport import DEFAULT_SAMPLE
 from plone.pgcatalog.verifyreport import forget_reports  # noqa: F401
@@ -212,6 +216,7 @@ class Verifier:
         self.check_entries()
         self.check_hot_orphans()
         self.check_hot_counts()
+        self.check_lexicon()
         self.find_missing()
         return self.report.finish()
 
@@ -328,6 +333,25 @@ class Verifier:
                 self.on_batch()
         elif wrong:
             self.report.unrepaired += len(wrong)
+
+    def check_lexicon(self):
+        """Words of the text rows missing from the lexicon (``stale_hot``,
+        named ``word:W``; a glob would miss their documents): added by a
+        repair."""
+        store = self.catalog._pgc_store()
+        words = verifystore.missing_words(store, HOT_ORPHANS_MAX)
+        for word in words:
+            self.report.add("stale_hot", "word:%s" % word,
+                            "a word of the text rows missing from the "
+                            "lexicon")
+        if words and self.report.repair:
+            verifystore.add_missing_words(store)
+            textstats.forget()
+            self.report.repaired += len(words)
+            if self.on_batch is not None:
+                self.on_batch()
+        elif words:
+            self.report.unrepaired += len(words)
 
     def _noter(self, todo, count):
         """``note(kind, path, detail, action, obj=None)``: a difference goes

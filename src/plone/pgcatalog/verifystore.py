@@ -136,3 +136,28 @@ def hot_orphans(store, limit):
         "SELECT h.rid FROM {} h WHERE h.cid = {} AND NOT EXISTS (SELECT 1 "
         "FROM {} WHERE e.rid = h.rid) ORDER BY h.rid LIMIT {}",
         ident(schema.HOT), store.cid, ENTRIES, literal(int(limit))))]
+
+
+def _text_words(cid):
+    # the distinct words of the catalog's text rows the lexicon lacks
+    return q("SELECT d.word FROM (SELECT DISTINCT u.word FROM {} t CROSS "
+             "JOIN LATERAL unnest(tsvector_to_array(t.tsv)) AS u(word) WHERE "
+             "t.cid = {} AND u.word <> chr(3)) d WHERE NOT EXISTS (SELECT 1 "
+             "FROM {} w WHERE w.word = d.word)", ident(schema.TEXT), cid,
+             ident(schema.WORDS))
+
+
+def missing_words(store, limit):
+    """Up to ``limit`` words of the catalog's text rows missing from the
+    lexicon (``pgcatalog_words``, kept by triggers: only a change behind
+    the catalog's back loses one; a glob would miss its documents)."""
+    return [r[0] for r in store.rows(q("{} ORDER BY 1 LIMIT {}",
+                                       _text_words(store.cid),
+                                       literal(int(limit))))]
+
+
+def add_missing_words(store):
+    """Add every word of the catalog's text rows the lexicon lacks."""
+    store.session.execute_write(None, q(
+        "INSERT INTO {} (word) {}", ident(schema.WORDS),
+        _text_words(store.cid)))

@@ -812,14 +812,25 @@ class TestTextRows(ManagerWithoutCache):
             self.portal.texts.invokeFactory("Document", id_, title=text)
         transaction.commit()
         union = "grape OR grapefruit OR grapes OR grapevine OR grappa"
-        for columns in (4, 1):
+        extras = ({}, {"b_size": 2}, {"path": "/plone"},
+                  {"portal_type": "Document"})
+        # the union read row by row
+        with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS", 10):
+            rows = [self.full(dict(extra, SearchableText=union))
+                    for extra in extras]
+        self.assertEqual(len(rows[0]), 5)
+        # 10: the glob's words read as words; 4 and 1: the glob and the
+        # union read word by word (scoring.postings_sql)
+        for columns in (10, 4, 1):
             with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS",
                                             columns):
-                for extra in ({}, {"b_size": 2}, {"path": "/plone"}):
+                for extra, expected in zip(extras, rows):
                     self.assertEqual(
                         self.full(dict(extra, SearchableText="grap*")),
+                        expected, (columns, extra))
+                    self.assertEqual(
                         self.full(dict(extra, SearchableText=union)),
-                        (columns, extra))
+                        expected, (columns, extra))
                 self.assertEqual(
                     self.full({"SearchableText": "grap* AND apple"}),
                     self.full({"SearchableText": "(%s) AND apple" % union}))
@@ -853,9 +864,35 @@ class TestTextRows(ManagerWithoutCache):
         out, in the same order, with the same scores (a row's score does
         not depend on the other conditions); a page is the slice of it,
         its scores normalized by the best of every match."""
-        texts = ("apple", "apple cherry", '"apple banana"', "cher*",
-                 "banana OR cherry", "apple AND NOT durian",
-                 "(apple AND banana) OR durian")
+        self._other_conditions(("apple", "apple cherry", '"apple banana"',
+                                "cher*", "banana OR cherry",
+                                "apple AND NOT durian",
+                                "(apple AND banana) OR durian"))
+
+    def test_other_conditions_word_by_word(self):
+        """The same for unions of words read word by word (past
+        GLOB_WORD_COLUMNS words: scoring.postings_sql), their matches
+        then joined to the hot rows; beside a condition on the entries,
+        row by row."""
+        with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS", 1):
+            self._other_conditions(("banana OR cherry",
+                                    "apple OR banana OR durian"),
+                                   postings=True)
+            # when matching the union at once costs less (Postings.pays):
+            # row by row, the same answer
+            query = {"SearchableText": "apple OR banana OR durian",
+                     "portal_type": "Document", "b_size": 3}
+            expected = self.full(query)
+            with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 0.0):
+                got, sent = statements(self.catalog,
+                                       lambda: self.full(query))
+            self.assertEqual(got, expected)
+            search = [st for st in sent if "array_agg" in st][0]
+            self.assertNotIn("w(lex, query, idf)", search)
+            self.assertIn('FROM "pgcatalog_text" tr JOIN "pgcatalog_hot" h',
+                          search)
+
+    def _other_conditions(self, texts, postings=False):
         # the same documents through hot conditions only (the text rows
         # joined to their hot rows), with the range too, and with a
         # condition that is not hot (joined to their entries)
@@ -880,6 +917,13 @@ class TestTextRows(ManagerWithoutCache):
                     self.assertEqual(got, whole[b_start:b_start + 2],
                                      (query, b_start))
                     search = [st for st in sent if "array_agg" in st][0]
+                    if postings and "hot" in joined:
+                        # the words' matches and scores, then joined to
+                        # the hot rows; beside a condition on the entries
+                        # (a folder may hold few), matched row by row
+                        self.assertIn(") tr JOIN " + joined, search, query)
+                        self.assertIn("w(lex, query, idf)", search, query)
+                        continue
                     # one text index: its text rows joined to the hot
                     # rows or the entries, each match scored once
                     self.assertIn('FROM "pgcatalog_text" tr JOIN ' + joined,

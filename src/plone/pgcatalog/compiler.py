@@ -129,29 +129,54 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     they hold), else to their entries; for a page, or for every match
     when the score is read from the text row's columns (a union or a glob
     reads more of the row: every match is then scored only when a brain
-    is read, plans.Relevance)."""
+    is read, plans.Relevance).
+
+    A union of many words (a broad glob) is read word by word instead
+    (scoring.postings_sql) when it is the only condition, or beside hot
+    conditions that keep enough of the documents for that to pay
+    (``Postings.pays``: the sets' kept counts, read with their ids);
+    beside other conditions (a folder, which may hold few documents) its
+    rows are matched there and scored row by row."""
     if len(qc.text_rows) != 1:
         return None
     cid = store.cid
     text = qc.text_rows[0]
     page = window if window.b_size is not None else None
+    postings = text.postings(cid)
     if len(conditions) == 2:
+        if postings is not None:
+            return plans.TextRelevance(
+                TRUE, plans.POSTINGS_SCORE,
+                source=plans.postings(postings.statement),
+                rid=plans.TEXT_RID, window=page)
         return plans.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             window=page)
+    # (``hot_conditions`` follow ``conditions`` after the catalog's)
+    hot_others = [h for c, h in zip(conditions[1:], hot_conditions)
+                  if c is not text.entries_condition]
+    found = hot.set_ids(cid, hot_others, counted=postings is not None) \
+        if hot_others and None not in hot_others else None
+    ids = None
+    if found is not None:
+        row = store.execute(found).fetchone()
+        ids = row[0] or []
+        if postings is not None and not postings.pays(row[1]):
+            postings = None
+    else:
+        postings = None
+    if postings is not None:
+        return plans.TextRelevance(
+            hot.where(cid, hot_others, ids=q("{}::integer[]", ids)),
+            plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
+            source=plans.postings(postings.statement, to="hot"))
     rank = text.columns("tr")
     if rank is None:
         if page is None:
             return None
         rank = text.row_score("tr")
     matched = and_(q("tr.cid = {}", cid), text.condition("tr"))
-    # (``hot_conditions`` follow ``conditions`` after the catalog's)
-    hot_others = [h for c, h in zip(conditions[1:], hot_conditions)
-                  if c is not text.entries_condition]
-    found = hot.set_ids(cid, hot_others) \
-        if hot_others and None not in hot_others else None
-    if found is not None:
-        ids = store.execute(found).fetchone()[0] or []
+    if ids is not None:
         return plans.TextRelevance(
             and_(matched, hot.where(cid, hot_others,
                                     ids=q("{}::integer[]", ids))),

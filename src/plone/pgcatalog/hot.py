@@ -279,16 +279,22 @@ def _set_ids(cid, keys):
              and_(q("s.cid = {}", cid), *[c.on_sets() for c in keys]))
 
 
-def set_ids(cid, conditions):
+def set_ids(cid, conditions, counted=False):
     """A statement of one value, the ids of catalog ``cid``'s key sets
     meeting the key conditions of ``conditions`` (an array), or None when
     they are not all on indexes in the sets (or none is a key).  Given to
     :func:`where` as ``ids``, the planner knows how many hot rows those
     sets hold (the B-tree's statistics of ``sid``), where it cannot
-    estimate a sub-select finding them."""
+    estimate a sub-select finding them.  ``counted``: a second value, the
+    number of rows those sets hold (their kept counts, whatever the
+    range condition)."""
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys or not _in_sets(keys):
         return None
+    if counted:
+        return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT i.ids, "
+                 "(SELECT coalesce(sum(k.n), 0) FROM {} k WHERE k.sid = "
+                 "ANY(i.ids)) FROM i", _set_ids(cid, keys), HOT_COUNTS)
     return q("SELECT {}", _set_ids(cid, keys))
 
 

@@ -61,6 +61,19 @@ TEXT_HOT = q("{} tr JOIN {} h ON h.rid = tr.rid", ident(schema.TEXT),
              ident(schema.HOT))
 #: the rid of the text row ``tr``
 TEXT_RID = q("tr.rid")
+#: the score of a match ``tr`` read word by word (:func:`postings`)
+POSTINGS_SCORE = q("tr.score")
+
+
+def postings(statement, to=None):
+    """The matches ``tr`` (``rid``, ``score``) of a union of many words read
+    word by word (``statement``: scoring.postings_sql) as a TextRelevance
+    source: alone, or joined to their hot rows ``h`` (``to="hot"``) for
+    the search's other conditions."""
+    source = q("({}) tr", statement)
+    if to == "hot":
+        return q("{} JOIN {} h ON h.rid = tr.rid", source, ident(schema.HOT))
+    return source
 
 
 def tie_break(reverse):

@@ -65,13 +65,17 @@ class TextRow:
     projection, and the score over them as ``s``) or, when the score reads
     more of the row (a glob, a union), ``row_score(alias)``, a Fragment
     over the row; ``columns(alias)``: the two parts only (None when the
-    score has no such form)."""
+    score has no such form); ``postings(cid)``: the matches in catalog
+    ``cid`` and their scores read word by word (``scoring.Postings``), or
+    None (only a union of many words has them)."""
 
-    def __init__(self, entries_condition, condition, columns, row_score):
+    def __init__(self, entries_condition, condition, columns, row_score,
+                 postings=None):
         self.entries_condition = entries_condition
         self.condition = condition
         self.columns = columns
         self.row_score = row_score
+        self.postings = postings or (lambda cid: None)
 
     def rank(self, alias="e"):
         return self.columns(alias) or self.row_score(alias)

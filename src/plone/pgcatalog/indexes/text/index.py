@@ -41,6 +41,7 @@ from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import T_TSV
 from plone.pgcatalog.indexes.text.scoring import TEXT
 from plone.pgcatalog.indexes.text.scoring import df_sql
+from plone.pgcatalog.indexes.text.scoring import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
 
@@ -182,7 +183,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                                 literal(self.getId()),
                                 match_sql(node, q("{}.tsv", ident(alias)))),
                 lambda alias: self.pgc_rank_columns(node, qc, alias),
-                lambda alias: self.pgc_rank_sql(node, qc, row=alias)))
+                lambda alias: self.pgc_rank_sql(node, qc, row=alias),
+                lambda cid: self.pgc_postings_sql(node, qc, cid)))
         return condition
 
     def pgc_rank_sql(self, node, qc=None, row=False):
@@ -198,6 +200,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         ``(columns, score)`` (scoring.rank_columns), or None."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return rank_columns(self.getId(), node, qc, mode, row)
+
+    def pgc_postings_sql(self, node, qc, cid):
+        """The matches in catalog ``cid`` and their Okapi scores read word
+        by word (a scoring.Postings: scoring.postings_sql), or None."""
+        mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
+        return postings_sql(self.getId(), node, qc, cid, mode)
 
     #: the number of documents ``pgc_df_sql`` counts up to (a word in as
     #: many or more: a common word, counted exactly by ``exact``)

@@ -872,8 +872,8 @@ class TestTextRows(ManagerWithoutCache):
     def test_other_conditions_word_by_word(self):
         """The same for unions of words read word by word (past
         GLOB_WORD_COLUMNS words: scoring.postings_sql), their matches
-        then joined to the hot rows; beside a condition on the entries,
-        row by row."""
+        then kept by the hot rows (a hashed semi-join); beside a condition
+        on the entries, row by row."""
         with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS", 1):
             self._other_conditions(("banana OR cherry",
                                     "apple OR banana OR durian"),
@@ -918,10 +918,12 @@ class TestTextRows(ManagerWithoutCache):
                                      (query, b_start))
                     search = [st for st in sent if "array_agg" in st][0]
                     if postings and "hot" in joined:
-                        # the words' matches and scores, then joined to
+                        # the words' matches and scores, then kept by
                         # the hot rows; beside a condition on the entries
                         # (a folder may hold few), matched row by row
-                        self.assertIn(") tr JOIN " + joined, search, query)
+                        self.assertIn(") tr WHERE tr.rid IN (SELECT "
+                                      "h.rid + 0 FROM " + joined, search,
+                                      query)
                         self.assertIn("w(lex, query, idf)", search, query)
                         continue
                     # one text index: its text rows joined to the hot

@@ -167,9 +167,10 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
         postings = None
     if postings is not None:
         return plans.TextRelevance(
-            hot.where(cid, hot_others, ids=q("{}::integer[]", ids)),
+            plans.among_hot(hot.where(cid, hot_others,
+                                      ids=q("{}::integer[]", ids))),
             plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
-            source=plans.postings(postings.statement, to="hot"))
+            source=plans.postings(postings.statement))
     rank = text.columns("tr")
     if rank is None:
         if page is None:

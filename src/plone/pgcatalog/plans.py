@@ -65,15 +65,22 @@ TEXT_RID = q("tr.rid")
 POSTINGS_SCORE = q("tr.score")
 
 
-def postings(statement, to=None):
+def postings(statement):
     """The matches ``tr`` (``rid``, ``score``) of a union of many words read
     word by word (``statement``: scoring.postings_sql) as a TextRelevance
-    source: alone, or joined to their hot rows ``h`` (``to="hot"``) for
-    the search's other conditions."""
-    source = q("({}) tr", statement)
-    if to == "hot":
-        return q("{} JOIN {} h ON h.rid = tr.rid", source, ident(schema.HOT))
-    return source
+    source."""
+    return q("({}) tr", statement)
+
+
+def among_hot(condition):
+    """The match ``tr`` is among the hot rows ``h`` meeting ``condition``:
+    a semi-join the planner hashes (the hot rows of the matching sets,
+    from their B-tree) rather than a look-up of each match's hot row.
+    ``h.rid + 0`` is what makes it so: the planner cannot estimate how
+    many rows a union's grouping gives (164 for 60,658), and looked each
+    up (334 ms, against 218 hashed, at 100,000 entries)."""
+    return q("tr.rid IN (SELECT h.rid + 0 FROM {} h WHERE {})",
+             ident(schema.HOT), condition)
 
 
 def tie_break(reverse):

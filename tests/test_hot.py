@@ -774,8 +774,18 @@ class TestTextRows(ManagerWithoutCache):
             # (a small answer's metadata is read with it, plans.py)
             search = search.split(" LEFT JOIN LATERAL (SELECT array_agg("
                                   "e.rid) AS r")[0]
-            self.assertIn('FROM "pgcatalog_text" e', search, text)
             self.assertNotIn("pgcatalog_entries", search, text)
+            # the same search beside a condition every entry meets: the
+            # text rows joined to the entries (or, for a union, through the
+            # entries, scored when a brain is read)
+            self.assertEqual(found, self.answer(dict(query, path="/plone")),
+                             text)
+            if text == "banana OR cherry":
+                # a union of words: read word by word
+                # (scoring.postings_sql)
+                self.assertIn("w(lex, query, idf)", search)
+                continue
+            self.assertIn('FROM "pgcatalog_text" e', search, text)
             # words, phrases and globs (their words, from the lexicon):
             # scored from what the scan read of the row
             # (scoring.rank_columns); a union's branch scored when it
@@ -786,12 +796,7 @@ class TestTextRows(ManagerWithoutCache):
             # row may lack it (a union): else a missing count is 1 (the
             # glob "cher*" is the one word "cherry")
             self.assertEqual("THEN 1 ELSE 0 END" in search, text in (
-                "banana OR cherry", "(apple AND banana) OR durian"), text)
-            # the same search beside a condition every entry meets: the
-            # text rows joined to the entries (or, for a glob or a union,
-            # through the entries, scored when a brain is read)
-            self.assertEqual(found, self.answer(dict(query, path="/plone")),
-                             text)
+                "(apple AND banana) OR durian",), text)
         self.assertEqual(len(self.answer({"SearchableText": "apple"})), 5)
 
     def full(self, query):
@@ -815,15 +820,20 @@ class TestTextRows(ManagerWithoutCache):
         extras = ({}, {"b_size": 2}, {"path": "/plone"},
                   {"portal_type": "Document"})
         # the union read row by row
-        with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS", 10):
+        rowwise = unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS",
+                                             100)
+        with rowwise:
             rows = [self.full(dict(extra, SearchableText=union))
                     for extra in extras]
         self.assertEqual(len(rows[0]), 5)
-        # 10: the glob's words read as words; 4 and 1: the glob and the
-        # union read word by word (scoring.postings_sql)
-        for columns in (10, 4, 1):
-            with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS",
-                                            columns):
+        # row by row, the glob's words read as words (10) or in one pass
+        # (4, 1); and read word by word (scoring.postings_sql)
+        for columns in (10, 4, 1, None):
+            with unittest.mock.patch.object(
+                    scoring, "GLOB_WORD_COLUMNS", columns or 4), \
+                    unittest.mock.patch.object(
+                        scoring, "POSTINGS_MIN_WORDS",
+                        100 if columns else 2):
                 for extra, expected in zip(extras, rows):
                     self.assertEqual(
                         self.full(dict(extra, SearchableText="grap*")),
@@ -864,33 +874,35 @@ class TestTextRows(ManagerWithoutCache):
         out, in the same order, with the same scores (a row's score does
         not depend on the other conditions); a page is the slice of it,
         its scores normalized by the best of every match."""
-        self._other_conditions(("apple", "apple cherry", '"apple banana"',
-                                "cher*", "banana OR cherry",
-                                "apple AND NOT durian",
-                                "(apple AND banana) OR durian"))
+        # (row by row: a union of words is read word by word below)
+        with unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS", 100):
+            self._other_conditions(("apple", "apple cherry",
+                                    '"apple banana"', "cher*",
+                                    "banana OR cherry",
+                                    "apple AND NOT durian",
+                                    "(apple AND banana) OR durian"))
 
     def test_other_conditions_word_by_word(self):
-        """The same for unions of words read word by word (past
-        GLOB_WORD_COLUMNS words: scoring.postings_sql), their matches
+        """The same for unions of words read word by word
+        (scoring.postings_sql), their matches
         then kept by the hot rows (a hashed semi-join); beside a condition
         on the entries, row by row."""
-        with unittest.mock.patch.object(scoring, "GLOB_WORD_COLUMNS", 1):
-            self._other_conditions(("banana OR cherry",
-                                    "apple OR banana OR durian"),
-                                   postings=True)
-            # when matching the union at once costs less (Postings.pays):
-            # row by row, the same answer
-            query = {"SearchableText": "apple OR banana OR durian",
-                     "portal_type": "Document", "b_size": 3}
-            expected = self.full(query)
-            with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 0.0):
-                got, sent = statements(self.catalog,
-                                       lambda: self.full(query))
-            self.assertEqual(got, expected)
-            search = [st for st in sent if "array_agg" in st][0]
-            self.assertNotIn("w(lex, query, idf)", search)
-            self.assertIn('FROM "pgcatalog_text" tr JOIN "pgcatalog_hot" h',
-                          search)
+        self._other_conditions(("banana OR cherry",
+                                "apple OR banana OR durian"),
+                               postings=True)
+        # when matching the union at once costs less (Postings.pays):
+        # row by row, the same answer
+        query = {"SearchableText": "apple OR banana OR durian",
+                 "portal_type": "Document", "b_size": 3}
+        expected = self.full(query)
+        with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 0.0):
+            got, sent = statements(self.catalog,
+                                   lambda: self.full(query))
+        self.assertEqual(got, expected)
+        search = [st for st in sent if "array_agg" in st][0]
+        self.assertNotIn("w(lex, query, idf)", search)
+        self.assertIn('FROM "pgcatalog_text" tr JOIN "pgcatalog_hot" h',
+                      search)
 
     def _other_conditions(self, texts, postings=False):
         # the same documents through hot conditions only (the text rows

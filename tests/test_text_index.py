@@ -702,12 +702,12 @@ def test_globs_scored_from_the_lexicon(env, monkeypatch, columns):
     assert differ
 
 
-@pytest.mark.parametrize("columns", [0, 2])
-def test_unions_of_words_scored_word_by_word(env, monkeypatch, columns):
-    """A glob's words, or words joined by OR, past GLOB_WORD_COLUMNS: the
-    matches and their scores read word by word (scoring.postings_sql)
+@pytest.mark.parametrize("least", [2, 5])
+def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
+    """A glob's words, or words joined by OR (at least POSTINGS_MIN_WORDS):
+    the matches and their scores read word by word (scoring.postings_sql)
     are ZCTextIndex's, each word with its own document frequency."""
-    monkeypatch.setattr(scoring, "GLOB_WORD_COLUMNS", columns)
+    monkeypatch.setattr(scoring, "POSTINGS_MIN_WORDS", least)
     # plain words (no phrase, no query operator)
     words = [w for w in words_of(env) if w.isalpha()
              and w.lower() not in ("and", "or", "not")]

@@ -131,7 +131,7 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     reads more of the row: every match is then scored only when a brain
     is read, plans.Relevance).
 
-    A union of many words (a broad glob) is read word by word instead
+    A union of words (a glob of several words) is read word by word instead
     (scoring.postings_sql) when it is the only condition, or beside hot
     conditions that keep enough of the documents for that to pay
     (``Postings.pays``: the sets' kept counts, read with their ids);

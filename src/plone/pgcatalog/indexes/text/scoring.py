@@ -28,8 +28,8 @@ with setweight/ts_filter); a glob of known words reads each word (up to
 GLOB_WORD_COLUMNS) as a word, or all of them in one pass over the row's
 lexemes (12,542 rows of 100,000 entries: 112 ms with the lexemes listed
 per row, 44 ms with the words known, 22 ms for one word read as a word).
-A union of more words than that, alone or beside hot conditions, is
-read word by word instead (:func:`postings_sql`: each row once per word
+A union of words alone or beside hot conditions is read word by word
+instead (:func:`postings_sql`: each row once per word
 it holds, its stored counts only, ~3 us).  The ``"ts_rank"`` mode is
 PostgreSQL's cheaper ts_rank, with another order.
 
@@ -185,7 +185,12 @@ def rank_columns(index_id, node, qc=None, mode="okapi", row="e"):
                                present=_every_word_required(node)), score
 
 
-#: Cost of a union of many words, per row read, in microseconds (100,000
+#: A union of at least this many words, alone or beside hot conditions, is
+#: read word by word (:func:`postings_sql`): even for a few words, a row
+#: matched at once is read with its whole tsvector (a three-word glob
+#: beside the anonymous filters at 100,000 entries: 132 -> 58 ms).
+POSTINGS_MIN_WORDS = 2
+#: Cost of a union of words, per row read, in microseconds (100,000
 #: entries, warm): a row read word by word (its term frequency and length,
 #: then summed), a row of the union matched at once (one bitmap scan), and
 #: a matched row scored in one pass over its lexemes
@@ -221,12 +226,12 @@ class Postings:
 
 
 def postings_sql(index_id, node, qc, cid, mode="okapi"):
-    """The matches of a union of many words (a glob the lexicon replaced
-    by its words, or ``a OR b OR ...``) with their scores, read word by
+    """The matches of a union of words (a glob the lexicon replaced by its
+    words, or ``a OR b OR ...``) with their scores, read word by
     word (a :class:`Postings`): ``SELECT rid, score`` over the text rows of
     catalog ``cid``, one bitmap scan of the index per word, each row read
     once per word it holds (its term frequency and length only), summed
-    per row.  None for any other tree, up to GLOB_WORD_COLUMNS words, in
+    per row.  None for any other tree, under POSTINGS_MIN_WORDS words, in
     ``ts_rank`` mode, or when a word's document frequency is not known.
 
     The same score as the one pass over each matching row's lexemes
@@ -234,7 +239,7 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
     a three-letter glob of 112 words over 60,658 of 100,000 rows, 950 ->
     170 ms in SQL (a row's lexemes are not searched for every word)."""
     if mode != "okapi" or not isinstance(node, _Or) or \
-            len(node.kids) <= GLOB_WORD_COLUMNS or \
+            len(node.kids) < POSTINGS_MIN_WORDS or \
             not all(isinstance(k, _Word) for k in node.kids):
         return None
     scorer = _okapi(index_id, node, qc)

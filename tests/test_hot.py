@@ -825,7 +825,9 @@ class TestTextRows(ManagerWithoutCache):
         with rowwise:
             rows = [self.full(dict(extra, SearchableText=union))
                     for extra in extras]
+            beside = self.full({"SearchableText": "(%s) AND apple" % union})
         self.assertEqual(len(rows[0]), 5)
+        self.assertEqual(len(beside), 1)
         # row by row, the glob's words read as words (10) or in one pass
         # (4, 1); and read word by word (scoring.postings_sql)
         for columns in (10, 4, 1, None):
@@ -843,7 +845,10 @@ class TestTextRows(ManagerWithoutCache):
                         expected, (columns, extra))
                 self.assertEqual(
                     self.full({"SearchableText": "grap* AND apple"}),
-                    self.full({"SearchableText": "(%s) AND apple" % union}))
+                    beside)
+                self.assertEqual(
+                    self.full({"SearchableText": "(%s) AND apple" % union}),
+                    beside)
         self.assertEqual(self.full({"SearchableText": "gra?e*"}),
                          self.full({"SearchableText": "grape OR grapefruit "
                                     "OR grapes OR grapevine"}))

@@ -713,7 +713,13 @@ def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
              and w.lower() not in ("and", "or", "not")]
     rnd = random.Random(7)
     unions = [" OR ".join(rnd.sample(words, k)) for k in (3, 4, 6, 9) * 5]
-    queries = GLOB_QUERIES + unions + [
+    # beside required words and phrases (Plone's search: ``word AND
+    # glob*``), and negated parts
+    beside = ["foo AND b*", '"foo bar" AND b*', "b* AND NOT foo",
+              "hello AND c* AND NOT zope", "b* AND f* AND foo",
+              "foo AND bar AND (%s)" % unions[-1], "missing AND b*",
+              "foo AND NOT ba?d AND b*", "apple AND a*"]
+    queries = GLOB_QUERIES + unions + beside + [
         "missing OR nowhere OR b*", "zzzz*"] + [
         query for query in gen_queries(env, 300, 5)
         if "*" in str(query) or "?" in str(query) or " OR " in str(query)]
@@ -724,20 +730,23 @@ def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
     # the bare globs and the unions of plain words took that way
     assert len(used) > 40
     assert "f*" in used and unions[-1] in used
-    # a union beside another word is scored row by row
-    assert "b* AND f*" not in used
+    assert {"foo AND b*", '"foo bar" AND b*', "b* AND NOT foo",
+            "hello AND c* AND NOT zope"} <= set(used)
+    # two unions: scored row by row
+    assert "b* AND f*" not in used and "b* AND f* AND foo" not in used
     # rows written before term frequencies were kept: counted from the
     # tsvector's positions
     with env["conn"].transaction(force_rollback=True):
         env["conn"].execute("UPDATE pgcatalog_text SET tf = NULL")
         again = []
-        for query in GLOB_QUERIES + unions:
+        for query in GLOB_QUERIES + unions + beside:
             before = len(again)
             got = pg_search(env, "SearchableText", query, lexicon=True,
                             postings=again)
             if len(again) > before:
                 assert got == zc_search(env, "SearchableText", query), query
         assert "f*" in again and sum(u in again for u in unions) >= 5
+        assert "foo AND b*" in again
     # no lexicon (no words, no frequencies): never
     none = []
     for query in GLOB_QUERIES + unions:

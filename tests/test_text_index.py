@@ -718,7 +718,10 @@ def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
     beside = ["foo AND b*", '"foo bar" AND b*', "b* AND NOT foo",
               "hello AND c* AND NOT zope", "b* AND f* AND foo",
               "foo AND bar AND (%s)" % unions[-1], "missing AND b*",
-              "foo AND NOT ba?d AND b*", "apple AND a*"]
+              "foo AND NOT ba?d AND b*", "apple AND a*",
+              # words a raw lexicon keeps as they are
+              "it's AND b*", "back\\slash AND b*", "fo\x00o AND b*",
+              "o''k AND NOT f* AND b*", "100% AND a*"]
     queries = GLOB_QUERIES + unions + beside + [
         "missing OR nowhere OR b*", "zzzz*"] + [
         query for query in gen_queries(env, 300, 5)

@@ -757,6 +757,29 @@ def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
     assert none == []
 
 
+def test_word_by_word_when_no_word_is_here(env):
+    """A union whose words no document of this catalog and index holds (a
+    shared lexicon's words of another): no match, nothing read."""
+    from plone.pgcatalog.indexes.text.querytree import _Or, _Word
+    qc = QueryContext()
+    qc.cid = env["cid"]
+    qc.text_df = lambda name, tsquery: 0
+    qc.text_stats = lambda name: (100, 1000)
+    node = _Or([_Word("nosuchword"), _Word("nosuchword2")])
+    found = scoring.postings_sql("SearchableText", node, qc, env["cid"])
+    assert found.reads == 0 and found.documents == 100
+    assert fetch(env, found.statement) == []
+    # beside a required word no document holds: the same
+    from plone.pgcatalog.indexes.text.querytree import _And
+    node = _And([_Word("foo"), _Or([_Word("bar"), _Word("baz")])], [])
+    qc.text_df = lambda name, tsquery: 0 if "foo" in tsquery else 3
+    found = scoring.postings_sql("SearchableText", node, qc, env["cid"])
+    assert found.reads == 0 and fetch(env, found.statement) == []
+    # ts_rank mode: never
+    assert scoring.postings_sql("SearchableText", node, qc, env["cid"],
+                                mode="ts_rank") is None
+
+
 def test_word_by_word_when_it_pays():
     """A union read word by word (each row once per word it holds) or
     matched at once and scored row by row (only the rows other conditions

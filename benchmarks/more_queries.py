@@ -74,6 +74,11 @@ def queries(plan):
                    b_size=10),
         "GW": {"SearchableText": "%s AND %s*" % (w[29], w[40][:3]),
                "b_size": 20},
+        # as plone.restapi's @search sends them: the site root's path
+        # added, every match (it batches the answer itself)
+        "GR": {"SearchableText": w[40][:3] + "*", "path": "/plone"},
+        "GN": dict(anonymous, SearchableText="%s AND %s*" % (
+            w[29], w[40][:3]), path="/plone"),
         "O1": {"review_state": "pending"},
         "O3": {"Subject": ["Python", "Zope", "Volto"]},
         "O5": {"path": "/plone"},

@@ -895,6 +895,17 @@ class TestTextRows(ManagerWithoutCache):
         self._other_conditions(("banana OR cherry",
                                 "apple OR banana OR durian"),
                                postings=True)
+        # beside the site root's path (every entry: plone.restapi's search
+        # adds it), alone or with hot conditions: word by word
+        for extra in ({}, {"portal_type": "Document"},
+                      {"portal_type": "Document", "b_size": 2}):
+            query = dict(extra, SearchableText="apple OR banana OR durian")
+            expected = self.full(query)
+            got, sent = statements(self.catalog, lambda: self.full(
+                dict(query, path="/plone")))
+            self.assertEqual(got, expected, extra)
+            search = [st for st in sent if "array_agg" in st][0]
+            self.assertIn("w(lex, query, idf)", search, extra)
         # when matching the union at once costs less (Postings.pays):
         # row by row, the same answer
         query = {"SearchableText": "apple OR banana OR durian",

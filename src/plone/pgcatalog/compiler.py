@@ -122,11 +122,12 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     """The plan reading a search by relevance from its one text index's
     rows (plans.TextRelevance), or None.
 
-    The text condition alone (and the catalog's): its text rows are the
-    matches.  With other conditions: the text rows joined to their hot
-    rows when the other conditions are all hot and in the key sets (the
-    sets' ids found first, so that PostgreSQL can estimate how many rows
-    they hold), else to their entries; for a page, or for every match
+    The text condition alone (and the catalog's, or a condition every
+    entry meets): its text rows are the matches.  With other conditions:
+    the text rows joined to their hot rows when the other conditions are
+    all hot and in the key sets (the sets' ids found first, so that
+    PostgreSQL can estimate how many rows they hold), else to their
+    entries; for a page, or for every match
     when the score is read from the text row's columns (a union or a glob
     reads more of the row: every match is then scored only when a brain
     is read, plans.Relevance).
@@ -143,7 +144,13 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     text = qc.text_rows[0]
     page = window if window.b_size is not None else None
     postings = text.postings(cid)
-    if len(conditions) == 2:
+    # the other conditions, and their forms over the hot rows
+    # (``hot_conditions`` follow ``conditions`` after the catalog's); one
+    # every entry meets (the site root's path, which plone.restapi's
+    # search adds) is left out
+    others = [(c, h) for c, h in zip(conditions[1:], hot_conditions)
+              if c is not text.entries_condition and c is not TRUE]
+    if not others:
         if postings is not None:
             return plans.TextRelevance(
                 TRUE, plans.POSTINGS_SCORE,
@@ -152,9 +159,7 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
         return plans.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             window=page)
-    # (``hot_conditions`` follow ``conditions`` after the catalog's)
-    hot_others = [h for c, h in zip(conditions[1:], hot_conditions)
-                  if c is not text.entries_condition]
+    hot_others = [h for _, h in others]
     found = hot.set_ids(cid, hot_others, counted=postings is not None) \
         if hot_others and None not in hot_others else None
     ids = None
@@ -182,10 +187,9 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
             and_(matched, hot.where(cid, hot_others,
                                     ids=q("{}::integer[]", ids))),
             rank, source=plans.TEXT_HOT, rid=plans.TEXT_RID, window=page)
-    others = [c for c in conditions if c is not text.entries_condition]
     return plans.TextRelevance(
-        and_(matched, *others), rank, source=plans.TEXT_JOINED,
-        rid=plans.TEXT_RID, window=page)
+        and_(matched, *[c for c, _ in others]), rank,
+        source=plans.TEXT_JOINED, rid=plans.TEXT_RID, window=page)
 
 
 def unique_lookup(qc):

@@ -906,6 +906,31 @@ class TestTextRows(ManagerWithoutCache):
             self.assertEqual(got, expected, extra)
             search = [st for st in sent if "array_agg" in st][0]
             self.assertIn("w(lex, query, idf)", search, extra)
+        # beside conditions on the entries (not a path) that keep enough:
+        # word by word, then looked up in the entries (the hot conditions
+        # first kept by the hot rows); the same answers as row by row
+        union = "apple OR banana OR durian"
+        for extra in ({"is_folderish": False},
+                      {"is_folderish": False, "portal_type": "Document"},
+                      {"is_folderish": False, "b_size": 2},
+                      {"path": "/plone/texts"}):
+            query = dict(extra, SearchableText=union)
+            with unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS",
+                                            100):
+                expected = self.full(query)
+            self.assertTrue(expected)
+            with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 1e9):
+                got, sent = statements(self.catalog,
+                                       lambda: self.full(query))
+            self.assertEqual(got, expected, extra)
+            search = [st for st in sent if "array_agg" in st][0]
+            if "path" in extra:
+                # a folder: matched there, row by row
+                self.assertNotIn("w(lex, query, idf)", search)
+                continue
+            self.assertIn(') tr JOIN "pgcatalog_entries" e', search, extra)
+            self.assertEqual("h.rid + 0" in search,
+                             "portal_type" in extra, extra)
         # when matching the union at once costs less (Postings.pays):
         # row by row, the same answer
         query = {"SearchableText": "apple OR banana OR durian",

@@ -133,11 +133,12 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     is read, plans.Relevance).
 
     A union of words (a glob of several words) is read word by word instead
-    (scoring.postings_sql) when it is the only condition, or beside hot
+    (scoring.postings_sql) when it is the only condition, or beside other
     conditions that keep enough of the documents for that to pay
-    (``Postings.pays``: the sets' kept counts, read with their ids);
-    beside other conditions (a folder, which may hold few documents) its
-    rows are matched there and scored row by row."""
+    (``Postings.pays``): hot ones (the sets' kept counts, read with their
+    ids), or conditions on the entries but a path (PostgreSQL's estimate:
+    a language keeps most documents; beside a folder, which may hold few,
+    the union is matched there and scored row by row)."""
     if len(qc.text_rows) != 1:
         return None
     cid = store.cid
@@ -150,6 +151,9 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     # search adds) is left out
     others = [(c, h) for c, h in zip(conditions[1:], hot_conditions)
               if c is not text.entries_condition and c is not TRUE]
+    # (the participants follow the conditions too): a folder's path
+    paths = [c for c, (index, _) in zip(conditions[1:], qc.participants)
+             if getattr(index, "pgc_storage", None) == "path"]
     if not others:
         if postings is not None:
             return plans.TextRelevance(
@@ -168,14 +172,17 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
         ids = row[0] or []
         if postings is not None and not postings.pays(row[1]):
             postings = None
-    else:
-        postings = None
-    if postings is not None:
-        return plans.TextRelevance(
-            plans.among_hot(hot.where(cid, hot_others,
-                                      ids=q("{}::integer[]", ids))),
-            plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
-            source=plans.postings(postings.statement))
+        if postings is not None:
+            return plans.TextRelevance(
+                plans.among_hot(hot.where(cid, hot_others,
+                                          ids=q("{}::integer[]", ids))),
+                plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
+                source=plans.postings(postings.statement))
+    elif postings is not None and not any(
+            c is p for c, _ in others for p in paths):
+        plan = postings_beside_entries(postings, others, store, page)
+        if plan is not None:
+            return plan
     rank = text.columns("tr")
     if rank is None:
         if page is None:
@@ -190,6 +197,49 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     return plans.TextRelevance(
         and_(matched, *[c for c, _ in others]), rank,
         source=plans.TEXT_JOINED, rid=plans.TEXT_RID, window=page)
+
+
+def postings_beside_entries(postings, others, store, page):
+    """The plan reading a union of words word by word beside conditions
+    on the entries (``others``: ``(condition, hot form)`` pairs, some
+    without a hot form), or None when matching the union at once and
+    scoring the rows they keep costs less (``Postings.pays``).
+
+    How many documents they keep: the hot conditions in the key sets by
+    the sets' kept counts, the others by PostgreSQL's estimate (a language
+    keeps most documents), taken as independent.  Not beside a path: a
+    folder may hold few documents, and PostgreSQL's estimate of a path
+    condition is not to be trusted (a section of 7,244 entries of 100,000
+    estimated at a third), so a union there is matched in the folder and
+    scored row by row.  The matches are kept by the hot rows first (a hashed
+    semi-join, plans.among_hot), then looked up in the entries for the
+    other conditions."""
+    cid = store.cid
+    hot_pairs = [(c, h) for c, h in others if h is not None]
+    keys = hot.set_ids(cid, [h for _, h in hot_pairs], counted=True) \
+        if hot_pairs else None
+    rest = [c for c, h in others if keys is None or h is None]
+    documents = postings.documents
+    share, ids = 1.0, None
+    if keys is not None:
+        ids, kept = store.execute(keys).fetchone()
+        ids = ids or []
+        if documents:
+            share = min(1.0, float(kept) / documents)
+    estimate = plans.estimated_entries(
+        store, and_(q("e.cid = {}", cid), *rest))
+    if documents:
+        share *= min(1.0, estimate / documents)
+    if not postings.pays(share * documents if documents else estimate):
+        return None
+    where = and_(*rest)
+    if ids is not None:
+        where = and_(plans.among_hot(hot.where(
+            cid, [h for _, h in hot_pairs], ids=q("{}::integer[]", ids))),
+            where)
+    return plans.TextRelevance(
+        where, plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
+        source=plans.postings_joined(postings.statement))
 
 
 def unique_lookup(qc):

@@ -72,6 +72,21 @@ def postings(statement):
     return q("({}) tr", statement)
 
 
+def estimated_entries(store, where):
+    """PostgreSQL's estimate of the entries meeting ``where`` (one EXPLAIN,
+    no row read)."""
+    row = store.execute(q("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} WHERE {}",
+                          ENTRIES, where), prepare=False).fetchone()
+    return _estimated_rows(row[0])
+
+
+def postings_joined(statement):
+    """The matches ``tr`` of a union read word by word (as
+    :func:`postings`) joined to their entries ``e``, for the search's
+    other conditions."""
+    return q("{} JOIN {} ON e.rid = tr.rid", postings(statement), ENTRIES)
+
+
 def among_hot(condition):
     """The match ``tr`` is among the hot rows ``h`` meeting ``condition``:
     a semi-join the planner hashes (the hot rows of the matching sets,

@@ -151,9 +151,10 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
     # search adds) is left out
     others = [(c, h) for c, h in zip(conditions[1:], hot_conditions)
               if c is not text.entries_condition and c is not TRUE]
-    # (the participants follow the conditions too): a folder's path
-    paths = [c for c, (index, _) in zip(conditions[1:], qc.participants)
-             if getattr(index, "pgc_storage", None) == "path"]
+    # (the participants follow the conditions too): beside a folder's path
+    beside_path = any(
+        c is not TRUE and getattr(index, "pgc_storage", None) == "path"
+        for c, (index, _) in zip(conditions[1:], qc.participants))
     if not others:
         if postings is not None:
             return plans.TextRelevance(
@@ -178,8 +179,7 @@ def text_relevance(qc, conditions, hot_conditions, store, window):
                                           ids=q("{}::integer[]", ids))),
                 plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
                 source=plans.postings(postings.statement))
-    elif postings is not None and not any(
-            c is p for c, _ in others for p in paths):
+    elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page)
         if plan is not None:
             return plan
@@ -207,11 +207,12 @@ def postings_beside_entries(postings, others, store, page):
 
     How many documents they keep: the hot conditions in the key sets by
     the sets' kept counts, the others by PostgreSQL's estimate (a language
-    keeps most documents), taken as independent.  Not beside a path: a
-    folder may hold few documents, and PostgreSQL's estimate of a path
-    condition is not to be trusted (a section of 7,244 entries of 100,000
-    estimated at a third), so a union there is matched in the folder and
-    scored row by row.  The matches are kept by the hot rows first (a hashed
+    keeps most documents), taken as independent.  Not beside a path, as a
+    precaution: a folder may hold few documents, and PostgreSQL's estimate
+    of a path condition ranges from right to far off (at 100,000 entries
+    a section of 7,245 entries estimated at 6,993, a folder of 954 at 1);
+    too high, a folder's search would read every posting of the union.  A
+    union there is matched in the folder and scored row by row.  The matches are kept by the hot rows first (a hashed
     semi-join, plans.among_hot), then looked up in the entries for the
     other conditions."""
     cid = store.cid

@@ -75,9 +75,8 @@ def postings(statement):
 def estimated_entries(store, where):
     """PostgreSQL's estimate of the entries meeting ``where`` (one EXPLAIN,
     no row read)."""
-    row = store.execute(q("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} WHERE {}",
-                          ENTRIES, where), prepare=False).fetchone()
-    return _estimated_rows(row[0])
+    return _explained_rows(store, q(
+        "EXPLAIN (FORMAT JSON) SELECT 1 FROM {} WHERE {}", ENTRIES, where))
 
 
 def postings_joined(statement):
@@ -239,6 +238,13 @@ class Page(Plan):
         return answer
 
 
+def _explained_rows(store, explain):
+    """The planner's row estimate of the ``EXPLAIN (FORMAT JSON)``
+    statement ``explain``, run in the transaction."""
+    return _estimated_rows(
+        store.execute(explain, prepare=False).fetchone()[0])
+
+
 def _estimated_rows(plan):
     """The planner's row estimate from ``EXPLAIN (FORMAT JSON)``'s
     answer (a JSON list, or its text); infinite when unreadable."""
@@ -329,8 +335,7 @@ class EveryMatch(Plan):
 
     def estimated(self, store):
         """PostgreSQL's estimate of the number of matches."""
-        row = store.execute(self.estimate, prepare=False).fetchone()
-        return _estimated_rows(row[0])
+        return _explained_rows(store, self.estimate)
 
     def small(self, store, counted=False):
         """Whether to read the answer whole: PostgreSQL estimates it at

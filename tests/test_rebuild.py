@@ -334,6 +334,147 @@ class TestOnlineRebuild(OnlineCase):
                         {k: v for k, v in b.items() if a.get(k) != v},
                         (path, part))
 
+    def racing_delete(self, target, snapshot_taken=None, may_delete=None):
+        """A writer thread deleting ``target`` whose commit pauses when the
+        ZODB has committed and the catalog's transaction is prepared, not
+        committed (the storages finish first, the catalog last), until
+        ``go`` is set.  With ``snapshot_taken`` and ``may_delete`` its first
+        attempt searches the catalog first (its PostgreSQL snapshot), says
+        so and waits before deleting.  Returns ``(thread, paused, go,
+        attempts, errors)``; the thread is started."""
+        zodb = self.layer["zodbDB"]
+        paused, go = threading.Event(), threading.Event()
+        errors, attempts = [], []
+
+        class PauseAfterTheStorages:
+            transaction_manager = transaction.manager
+
+            def sortKey(self):
+                return "~a pause"  # after the storages, before the catalog
+
+            def tpc_finish(self, txn):
+                paused.set()
+                go.wait(10)
+
+            abort = tpc_begin = commit = tpc_vote = tpc_abort = \
+                lambda self, txn: None
+
+        def delete():
+            conn = zodb.open()
+            try:
+                for attempt in range(20):
+                    transaction.begin()
+                    attempts.append("begun")
+                    try:
+                        app = makerequest(conn.root()["Application"])
+                        setRequest(app.REQUEST)
+                        portal = app.plone
+                        setSite(portal)
+                        catalog = portal.portal_catalog
+                        if snapshot_taken is not None and attempt == 0:
+                            len(catalog(path=target))
+                            snapshot_taken.set()
+                            may_delete.wait(10)
+                        folder, name = target.rsplit("/", 1)
+                        portal.unrestrictedTraverse(folder)._delObject(
+                            name, suppress_events=True)
+                        catalog.uncatalog_object(target)
+                        transaction.get().join(PauseAfterTheStorages())
+                        transaction.commit()
+                        attempts[-1] = "committed"
+                        break
+                    except ConflictError:
+                        attempts[-1] = "conflicted"
+                        transaction.abort()
+                        time.sleep(0.01)
+            except Exception as exc:  # noqa: B902 - reported by the test
+                errors.append(exc)
+                transaction.abort()
+            finally:
+                paused.set()
+                setSite(None)
+                setRequest(None)
+                conn.close()
+
+        thread = threading.Thread(target=delete)
+        thread.start()
+        return thread, paused, go, attempts, errors
+
+    def assert_fresh_without(self, target):
+        transaction.begin()
+        online = sorted(rows(self.catalog._pgc_key))
+        self.assertNotIn(target, online)
+        setSite(self.portal)
+        self.assertEqual(online, sorted(self.fresh_rows()))
+
+    def test_a_delete_racing_a_batch_leaves_no_orphan(self):
+        """A batch indexes a document from its ZODB snapshot; meanwhile a
+        writer deletes it: the writer's delete reaches PostgreSQL before
+        the batch writes the entry, and commits there only after the batch
+        and the check before the switch.  The batch waits for the delete's
+        claim of the entry, conflicts and is done again without it."""
+        target = "/plone/f2/d6"
+        build = OnlineRebuild(self.catalog, batch_size=100, grace=0)
+        build.start("rebuild")
+        index_into = mirror_module.index_into
+        race = []
+
+        def index_then_race(tool, store, obj, uid=None):
+            found = index_into(tool, store, obj, uid)
+            if found == target and not race:
+                race.append(self.racing_delete(target))
+                # the writer's delete is prepared, the ZODB committed
+                self.assertTrue(race[0][1].wait(10))
+            return found
+
+        mirror_module.index_into = index_then_race
+        try:
+            with self.assertLogs("plone.pgcatalog", "INFO") as logged:
+                self.assertTrue(build.run())
+        finally:
+            mirror_module.index_into = index_into
+            for thread, paused, go, attempts, errors in race:
+                go.set()
+                thread.join()
+        thread, paused, go, attempts, errors = race[0]
+        self.assertEqual(errors, [])
+        self.assert_fresh_without(target)
+        self.assertEqual(attempts, ["committed"])
+        # without two-phase commit the writer's catalog commits in its
+        # vote: the batch writes after it, and the check before the switch
+        # removes the entry
+        prepared = db.two_phase(self.catalog._pgc_session().dsn)
+        self.assertEqual(sum("batch conflicted" in line
+                             for line in logged.output), int(prepared))
+
+    def test_a_delete_blind_to_a_batch_leaves_no_orphan(self):
+        """A writer's PostgreSQL snapshot predates a batch that indexes
+        the document it then deletes: its delete cannot see the batch's
+        entry.  Its claim of the entry conflicts instead, and done again
+        the delete removes the entry, though the writer commits in
+        PostgreSQL only after the check before the switch."""
+        target = "/plone/f1/d3"
+        build = OnlineRebuild(self.catalog, batch_size=100, grace=0)
+        build.start("rebuild")
+        snapshot_taken, may_delete = threading.Event(), threading.Event()
+        thread, paused, go, attempts, errors = self.racing_delete(
+            target, snapshot_taken, may_delete)
+        try:
+            self.assertTrue(snapshot_taken.wait(10))
+            # one batch, committed, with the document's entry
+            self.assertFalse(build.run(max_batches=1))
+            self.assertIn(target, rows(build.state().key))
+            may_delete.set()
+            self.assertTrue(paused.wait(10))
+            self.assertTrue(build.run())
+        finally:
+            may_delete.set()
+            go.set()
+            thread.join()
+        self.assertEqual(errors, [])
+        self.assert_fresh_without(target)
+        self.assertEqual(attempts, ["conflicted", "committed"])
+
     def test_a_writer_older_than_the_build_conflicts_then_mirrors(self):
         zodb = self.layer["zodbDB"]
         began, registered = threading.Event(), threading.Event()

@@ -1,6 +1,7 @@
 """The writer's folding of buffered operations (pure Python: what reaches
 PostgreSQL for an entry after any sequence of catalog / uncatalog calls in
 one transaction), and the lazy metadata of partial reindexes."""
+from plone.pgcatalog.writer import CLAIMED_DELETE
 from plone.pgcatalog.writer import DELETE
 from plone.pgcatalog.writer import Upsert
 from plone.pgcatalog.writer import fold
@@ -24,7 +25,14 @@ def test_nothing():
 
 
 def test_delete_then_nothing():
-    assert fold([DELETE]) == (True, None)
+    assert fold([DELETE]) == (DELETE, None)
+
+
+def test_the_last_delete_says_whether_it_claims():
+    assert fold([CLAIMED_DELETE])[0].claims
+    assert not fold([CLAIMED_DELETE, full(a=1), DELETE])[0].claims
+    delete_first, upsert = fold([DELETE, CLAIMED_DELETE, full(a=1)])
+    assert delete_first.claims and upsert.idx_set == {"a": 1}
 
 
 def test_upsert_after_delete_recreates():
@@ -34,7 +42,7 @@ def test_upsert_after_delete_recreates():
 
 
 def test_delete_after_upsert_wins():
-    assert fold([full(a=1), DELETE]) == (True, None)
+    assert fold([full(a=1), DELETE]) == (DELETE, None)
 
 
 def test_partials_patch_each_other():

@@ -10,7 +10,10 @@ equal to a fresh rebuild while the site is written to.
 * :func:`read_current`: a batch asks the ZODB to check, when it commits,
   that every object it indexed and their containers are unchanged since
   it read them; a concurrent mirrored write of the same entry conflicts in
-  PostgreSQL.
+  PostgreSQL.  A delete changes no record a batch checks (a BTree folder
+  keeps its items in buckets of their own): a mirrored delete claims the
+  entry's key first (``writer.CLAIMED_DELETE``), so that a batch writing the
+  entry from an older snapshot meets it there.
 * :func:`index_into`: an object indexed into another catalog's store (the
   build's), as ``catalog_object`` indexes it into the live one.
 """
@@ -22,7 +25,8 @@ from zope.component import queryMultiAdapter
 
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.store import store_for
-from plone.pgcatalog.writer import DELETE
+from plone.pgcatalog.writer import CLAIMED_DELETE
+from plone.pgcatalog.writer import Delete
 from plone.pgcatalog.writer import Upsert
 
 
@@ -42,7 +46,7 @@ def write(tool, uid, op):
         store.cid
     except CatalogMissing:
         return  # the build was cancelled and dropped meanwhile
-    store.add(uid, op if op is DELETE else copy_op(op))
+    store.add(uid, CLAIMED_DELETE if isinstance(op, Delete) else copy_op(op))
 
 
 def copy_op(op):

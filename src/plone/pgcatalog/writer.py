@@ -68,11 +68,27 @@ class PendingWrites:
 
 
 class Delete:
-    __slots__ = ()
+    """Remove an entry.  A delete that ``claims`` first writes the entry's
+    key, as an insert that does nothing when a row is there, then deletes
+    whatever holds it (:func:`claim_statement`)."""
+    __slots__ = ("claims",)
     kind = "delete"
+
+    def __init__(self, claims=False):
+        self.claims = claims
 
 
 DELETE = Delete()
+#: a live delete mirrored into an online build (mirror.py).  Under
+#: REPEATABLE READ a plain DELETE skips a row its snapshot does not show:
+#: a batch's entry for the same object, written meanwhile from an older
+#: ZODB snapshot, would stay behind, an orphan.  Writing the key instead
+#: makes the two meet in the key's unique index: the delete waits for the
+#: batch and fails with a serialization failure (a ConflictError, retried,
+#: then deleting the batch's row), or the batch waits for the delete and
+#: its transaction, committed after the delete's, leaves a row the check
+#: before the switch finds (rebuild.OnlineRebuild._forget_removed).
+CLAIMED_DELETE = Delete(claims=True)
 
 
 class Upsert:
@@ -135,12 +151,13 @@ class Upsert:
 
 
 def fold(ops):
-    """Reduce one entry's operations to ``(delete_first, upsert_or_None)``."""
+    """Reduce one entry's operations to ``(delete_first, upsert_or_None)``:
+    ``delete_first`` is False or the last :class:`Delete`."""
     delete_first = False
     upsert = None
     for op in ops:
-        if op is DELETE:
-            delete_first = True
+        if isinstance(op, Delete):
+            delete_first = op
             upsert = None
         elif upsert is None:
             upsert = op
@@ -154,7 +171,7 @@ def lazy_metadata(ops):
     computed only if they have none (see Upsert.meta_from)."""
     lazy = {}
     for key, entry_ops in ops.items():
-        if any(op is not DELETE and op.meta_from is not None
+        if any(not isinstance(op, Delete) and op.meta_from is not None
                for op in entry_ops):
             lazy[key] = entry_ops
     return lazy
@@ -186,7 +203,7 @@ def resolve_metadata(lazy, present):
         meta = upsert.meta_from()
         # the entry's last upsert carries it (fold keeps the latest meta)
         for op in reversed(entry_ops):
-            if op is not DELETE:
+            if not isinstance(op, Delete):
                 op.meta = meta
                 op.meta_from = None
                 break
@@ -209,6 +226,15 @@ def lock_statement(cid, paths):
              "t.rid = e.rid) FROM {} e WHERE e.cid = {} AND e.path = ANY({}) "
              "ORDER BY e.path FOR UPDATE OF e", META, TEXT, ENTRIES, cid,
              sorted(paths))
+
+
+def claim_statement(cid, path):
+    """Write entry ``path``'s key (a row of no index values, deleted next
+    in the same transaction) unless a row holds it (see CLAIMED_DELETE)."""
+    parent, depth = split_path(path)
+    return q("INSERT INTO {} (cid, path, parent, depth, idx) VALUES ({}, "
+             "{}, {}, {}, {}::jsonb) ON CONFLICT (cid, path) DO NOTHING",
+             ENTRIES, cid, path, parent, depth, "{}")
 
 
 def delete_statement(cid, path):
@@ -281,7 +307,7 @@ class Writer:
         long_lists = {}
         for entry_ops in ops.values():
             for op in entry_ops:
-                if op is not DELETE:
+                if not isinstance(op, Delete):
                     long_lists.update(lists.refs_in(op.idx_set))
         folded = {key: fold(entry_ops) for key, entry_ops in ops.items()}
         digests = layouts.in_metas(
@@ -301,6 +327,8 @@ class Writer:
             for key, (delete_first, upsert) in folded.items():
                 cid, path = key
                 if delete_first:
+                    if delete_first.claims:
+                        _run(cur, claim_statement(cid, path))
                     _run(cur, delete_statement(cid, path))
                 if upsert is not None:
                     _run(cur, upsert_statement(cid, path, upsert))

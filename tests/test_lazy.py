@@ -362,3 +362,49 @@ class TestLazyCachedAnswers(LazyCase):
         transaction.abort()
         self.portal.lz.invokeFactory("Document", "d3", title="D3")
         transaction.commit()
+
+
+class TestSubtreeAlone(LazyCase):
+
+    def paths(self, results):
+        return sorted(b.getPath() for b in results)
+
+    def test_one_range_unless_an_entry_lies_outside_the_site(self):
+        """A path search alone reads a subtree as one range of (cid, path),
+        and asks with the same statement whether an entry lies outside the
+        site (ZCatalog does not check the site's own components, so such an
+        entry can match): when one does, the search is made again with it.
+        Beside a sort, the two ranges of before, nothing asked."""
+        top = "/".join(self.portal.lz.getPhysicalPath())
+        expected = [top] + ["%s/d%d" % (top, n) for n in range(9)]
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top)))
+        self.assertEqual(found, expected)
+        self.assertIn("e.path >= %s AND e.path < %s AND (e.path = %s OR",
+                      sent[0])
+        self.assertNotIn("array_remove", sent[0])
+        # the question rode with the search (no statement of its own)
+        self.assertFalse([s for s in sent if "LIMIT 1) IS NOT NULL" in s])
+        self.assertEqual(self.paths(self.search(path=top, sort_on="getId")),
+                         expected)
+        # an entry outside the site whose components below it match
+        outside = "/elsewhere" + top[len("/plone"):] + "/d1"
+        self.assertTrue(outside.startswith("/elsewhere/lz/"))
+        self.catalog.catalog_object(self.portal.lz.d1, uid=outside)
+        self.addCleanup(store_module._OUTSIDE.clear)
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top)))
+        self.assertEqual(found, sorted(expected + [outside]))
+        # the search, and again with the entry outside known
+        self.assertEqual(len([s for s in sent if "count(*)" in s]), 2, sent)
+        self.assertIn("array_remove", sent[-1] if "count(*)" in sent[-1]
+                      else [s for s in sent if "count(*)" in s][-1])
+        self.assertEqual(self.paths(self.search(path=top, sort_on="getId")),
+                         found)
+        self.catalog.uncatalog_object(outside)
+        # known for this process now: the two ranges and the check at once
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top)))
+        self.assertEqual(found, expected)
+        self.assertEqual(len([s for s in sent if "count(*)" in s]), 1, sent)
+        self.assertIn("array_remove", sent[0])

@@ -28,6 +28,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.path import PGExtendedPathIndex
+from plone.pgcatalog.indexes.path.predicates import outside_tree
 
 
 NASTY = ["a_b", "a%b", "a b", "x~y", "p(1)", "n#1", "c+d", "e@f",
@@ -125,12 +126,32 @@ def _pg_index(multi_valued=False):
     return index.__of__(Tool())
 
 
-def _pg_search(conn, cid, index, query, with_cid=True):
+def _outside(conn, cid):
+    """``path_outside`` as the store answers it, on ``conn``."""
+    def outside(path):
+        comps = [c for c in path.split("/") if c]
+        statement = q("SELECT EXISTS (SELECT 1 FROM pgcatalog_entries e "
+                      "WHERE e.cid = {} AND {})", cid, outside_tree(comps))
+        return conn.execute(statement.text,
+                            statement.params).fetchone()[0]
+    return outside
+
+
+def _pg_search(conn, cid, index, query, with_cid=True, ask_outside=True):
+    """The entries of catalog ``cid`` matching ``query``; as the only
+    condition of a search (``ask_outside``), and then with the catalog's
+    id (``with_cid``) the index asks whether entries lie outside the site,
+    as the compiler lets it."""
     iq = IndexQuery({"path": query}, "path", index.query_options,
                     index.operators, index.useOperator)
     qc = QueryContext()
+    # alone (the compiler's ``qc.alone``): a subtree as one range, and
+    # with the catalog's id, the catalog asked about entries outside
+    qc.alone = ask_outside
     if with_cid:
         qc.cid = cid
+        if ask_outside:
+            qc.path_outside = _outside(conn, cid)
     where = index.pgc_where(iq, qc)
     if where is NO_MATCH:
         return set(), where
@@ -221,7 +242,8 @@ def test_differential(db, name):
             with pytest.raises(type(exc)):
                 _pg_search(conn, cid, pg, query)
             continue
-        got, where = _pg_search(conn, cid, pg, query, with_cid=n % 4 != 3)
+        got, where = _pg_search(conn, cid, pg, query, with_cid=n % 4 != 3,
+                                ask_outside=n % 4 != 2)
         if got != expected:
             failures.append((query, sorted(expected - got),
                              sorted(got - expected), where))
@@ -379,6 +401,7 @@ def _where(query, cid=None):
 
 
 SUBTREE = "(e.path = {} OR (e.path >= {} AND e.path < {}))"
+RANGE = "(e.path >= {} AND e.path < {} AND (e.path = {} OR e.path >= {}))"
 
 
 # What navigation, breadcrumbs and folder listings ask on every page: the
@@ -414,6 +437,40 @@ SUBTREE = "(e.path = {} OR (e.path >= {} AND e.path < {}))"
 def test_sql_shapes(query, expected):
     assert _where(query) == expected
     assert _where(query, cid=5) == expected
+
+
+def test_a_subtree_is_one_range_when_nothing_lies_outside_the_site():
+    """The components of the site's own path are not checked (ZCatalog),
+    so an entry outside the site can match the rest.  A path search alone
+    asks the catalog, and when none is there, a subtree is the one range of
+    (cid, path); beside other conditions nothing is asked and the subtree
+    is the two ranges of before."""
+    index = _pg_index()
+    asked = []
+
+    def where(query, outside, alone=True):
+        iq = IndexQuery({"path": query}, "path", index.query_options,
+                        index.operators, index.useOperator)
+        qc = QueryContext(
+            cid=5, path_outside=lambda path: asked.append(path) or outside)
+        qc.alone = alone
+        return index.pgc_where(iq, qc)
+
+    subtree = {"query": "/plone/a", "depth": -1}
+    assert where(subtree, False) == q(
+        "(" + RANGE + ")", "/plone/a", "/plone/a0", "/plone/a", "/plone/a/")
+    assert asked == ["/plone"]
+    ranged = where(subtree, True)
+    assert ranged.text.startswith("((" + RANGE.replace("{}", "%s") + " OR ")
+    assert ranged.params[4:] == _where(subtree).params[3:]
+    # beside other conditions: not asked, as before
+    del asked[:]
+    assert where(subtree, False, alone=False) == _where(subtree)
+    assert asked == []
+    # two levels below the site, a depth: asked once per search
+    assert "array_remove" not in where(
+        {"query": "/plone/a/b", "depth": 2}, False).text
+    assert asked == ["/plone"]
 
 
 def test_catalog_facts_with_and_without_cid():

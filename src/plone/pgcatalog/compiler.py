@@ -47,10 +47,37 @@ def compile_search(catalog, query, store, window=None):
             catalog.getIndex(name), tsqueries),
         text_words=lambda name, prefix, pattern: store.text_words(
             catalog.getIndex(name), prefix, pattern))
+    # one index alone, nothing sorting: a path index may read a subtree
+    # as one range (indexes/path/search.py), if no entry lies outside
+    # the site; not known in this state of the transaction, that is
+    # assumed, asked with the search's statement and checked after it
+    # (search.answer_of)
+    qc.alone = not sort_indexes and sum(
+        1 for _name, names in query_names(catalog)
+        if any(n in query for n in names)) == 1
+    assumed = []
+
+    def path_outside(path):
+        found = store.outside_known(path)
+        if found is None:
+            store.ride_outside(path)
+            assumed.append(path)
+            return False
+        return found
+    qc.path_outside = path_outside
     hot_conditions = []
     conditions = conditions_for(catalog, query, qc, hot_conditions)
     if conditions is None:
         return plans.Empty()
+    plan = _plan(query, store, window, sort_indexes, reverse, qc,
+                 conditions, hot_conditions)
+    plan.assumed_inside = assumed
+    return plan
+
+
+def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
+          hot_conditions):
+    """The plan of the conditions (compile_search)."""
     # every condition answerable from the hot rows (hot.py): counts and
     # every-match answers read them instead of the entries
     hot_where = hot.where(store.cid, hot_conditions) \

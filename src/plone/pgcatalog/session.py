@@ -335,11 +335,13 @@ class CatalogSession:
                 failed(conn, exc, fresh)
                 raise  # pragma: no cover - failed() raises
 
-    def ride(self, fragment, callback):
+    def ride(self, fragment, callback, prepare=False):
         """Send the read-only ``fragment`` with this transaction's next
         statement, in the same round trip; ``callback(rows)`` gets its rows
-        (not called if that statement fails)."""
-        self.riders.append((fragment, callback))
+        (not called if that statement fails, nor when it runs in a
+        savepoint).  ``prepare``: a statement whose plan does not depend
+        on its values, prepared (psycopg's ``prepare``)."""
+        self.riders.append((fragment, callback, prepare))
 
     def _run(self, query, params, prepare, binary, write=False):
         started = time.perf_counter()
@@ -361,9 +363,9 @@ class CatalogSession:
                 conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
             elif riders:
                 del riding[:]
-                for fragment, callback in riders:
+                for fragment, callback, ready in riders:
                     riding.append((conn.cursor().execute(
-                        fragment.text, fragment.params, prepare=False),
+                        fragment.text, fragment.params, prepare=ready),
                         callback))
             return cursor
 

@@ -11,16 +11,22 @@ class QueryContext:
     ``text_df(index_id, tsquery) -> documents`` (Okapi BM25), and
     ``text_prefetch(index_id, tsqueries)`` reading those not cached in one
     statement, and ``text_words(index_id, prefix, pattern) -> words or
-    None``, the lexicon's words a glob matches."""
+    None``, the lexicon's words a glob matches; ``path_outside(path) ->
+    bool``, whether some entry of the catalog is neither the object at
+    ``path`` nor below it (None: not known, taken as yes).  ``alone``: the
+    index asked is the search's only one, and nothing sorts."""
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
-                 text_df=None, text_prefetch=None, text_words=None):
+                 text_df=None, text_prefetch=None, text_words=None,
+                 path_outside=None):
         self.catalog = catalog
         self.cid = cid
         self.text_stats = text_stats
         self.text_df = text_df
         self.text_prefetch = text_prefetch
         self.text_words = text_words
+        self.path_outside = path_outside
+        self.alone = False
         #: relevance Fragments over the entry ``e`` (summed for ordering),
         #: or callables making them (:meth:`rank_fragments`)
         self.ranks = []

@@ -100,7 +100,9 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         depth = getattr(iq, "depth", -1)
         navtree = iq.get("navtree", 0)
         navtree_start = iq.get("navtree_start", 0)
-        search = PathSearch(self, qc.cid, depth, navtree, navtree_start)
+        search = PathSearch(self, qc.cid, depth, navtree, navtree_start,
+                            getattr(qc, "path_outside", None),
+                            getattr(qc, "alone", False))
         results = [search.search(k, level) for k in iq.keys]
         if operator == "or":
             # union(): a None result adds nothing

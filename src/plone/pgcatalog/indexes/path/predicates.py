@@ -68,11 +68,23 @@ def _joined(comps):
     return "/" + "/".join(comps)
 
 
-def in_tree(comps):
+def in_tree(comps, ranged=False):
     """The entry is the object at ``comps`` or below it (the object and
     its descendants): ``path = X OR X/ <= path < X0`` (``'0'`` is the code
-    point after ``'/'``; ``path`` is ``COLLATE "C"``)."""
+    point after ``'/'``; ``path`` is ``COLLATE "C"``).
+
+    ``ranged``: written as the one range ``X <= path < X0`` (which also
+    holds ``X-1``, ``X.b``, ...) and that test, for a search of the path
+    alone: PostgreSQL reads the range from the (cid, path) index, and with
+    the depth and rid it carries, from the index alone.  Beside other
+    conditions the first form is kept: its two ranges make PostgreSQL read
+    the rows in their table's order (a bitmap scan), where for one range it
+    prefers to walk the index and visit them at random (a subtree with a
+    type: 35-42 ms against 20-24 at 100,000 entries)."""
     x = _joined(comps)
+    if ranged:
+        return q("(e.path >= {} AND e.path < {} AND (e.path = {} OR "
+                 "e.path >= {}))", x, x + "0", x, x + "/")
     return q("(e.path = {} OR (e.path >= {} AND e.path < {}))",
              x, x + "/", x + "0")
 

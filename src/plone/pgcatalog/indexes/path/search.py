@@ -46,8 +46,15 @@ class Result:
 class PathSearch:
     """``search()`` for the keys of one path query."""
 
-    def __init__(self, index, cid, depth, navtree, navtree_start):
+    def __init__(self, index, cid, depth, navtree, navtree_start,
+                 outside=None, alone=False):
         self.index = index
+        #: the search's only condition (no sort either): its subtrees are
+        #: single ranges, and the catalog is asked whether an entry lies
+        #: outside the site (``outside(path)``; None: taken as yes)
+        self.alone = alone
+        self.outside = outside
+        self._outside = {}
         self.depth = depth
         self.navtree = navtree
         self.ns = navtree_start
@@ -116,8 +123,8 @@ class PathSearch:
                 # level >= 1: a cheap string test first
                 return all_of([contains_after_first(target),
                                slice_eq(level, target)])
-            inside = in_tree(prefix + target)
-            if not prefix:
+            inside = in_tree(prefix + target, ranged=self.alone)
+            if not prefix or not self.anything_outside(prefix):
                 return inside
             return any_of([inside, all_of([outside_tree(prefix),
                                            slice_eq(level, target)])])
@@ -153,6 +160,21 @@ class PathSearch:
         if not k:
             return Result(FALSE, none=TRUE)
         return Result(matches(k - 1))
+
+    def anything_outside(self, comps):
+        """Whether an entry may lie outside the tree at ``comps`` (the
+        index's own path): only such an entry can match the components
+        after it without being below it.  Asked of the catalog once per
+        search and path (a site's entries all lie below it: the condition
+        is then one range of the (cid, path) index).  Beside other
+        conditions, not asked: they are read from the entries anyway."""
+        if self.outside is None or not self.alone:
+            return True
+        path = "/" + "/".join(comps)
+        found = self._outside.get(path)
+        if found is None:
+            found = self._outside[path] = bool(self.outside(path))
+        return found
 
     def fast(self, path, comps, depth, fact):
         """Level 0, depth 0 or 1: ``_index_items`` / ``_index_parents``."""

@@ -387,6 +387,12 @@ class TestSubtreeAlone(LazyCase):
         self.assertFalse([s for s in sent if "LIMIT 1) IS NOT NULL" in s])
         self.assertEqual(self.paths(self.search(path=top, sort_on="getId")),
                          expected)
+        # sorted by the path index itself: one range too
+        found, sent = statements(self.catalog, lambda: [
+            b.getPath() for b in self.search(path=top, sort_on="path")])
+        self.assertEqual(found, expected)
+        self.assertIn("e.path >= %s AND e.path < %s AND (e.path = %s OR",
+                      sent[0])
         # an entry outside the site whose components below it match
         outside = "/elsewhere" + top[len("/plone"):] + "/d1"
         self.assertTrue(outside.startswith("/elsewhere/lz/"))

@@ -47,14 +47,15 @@ def compile_search(catalog, query, store, window=None):
             catalog.getIndex(name), tsqueries),
         text_words=lambda name, prefix, pattern: store.text_words(
             catalog.getIndex(name), prefix, pattern))
-    # one index alone, nothing sorting: a path index may read a subtree
-    # as one range (indexes/path/search.py), if no entry lies outside
-    # the site; not known in this state of the transaction, that is
-    # assumed, asked with the search's statement and checked after it
+    # one index alone, sorting by nothing else: a path index may read a
+    # subtree as one range (indexes/path/search.py), if no entry lies
+    # outside the site; not known in this state of the transaction, that
+    # is assumed, asked with the search's statement and checked after it
     # (search.answer_of)
-    qc.alone = not sort_indexes and sum(
-        1 for _name, names in query_names(catalog)
-        if any(n in query for n in names)) == 1
+    taking_part = [name for name, names in query_names(catalog)
+                   if any(n in query for n in names)]
+    qc.alone = len(taking_part) == 1 and all(
+        index.getId() == taking_part[0] for index in sort_indexes or ())
     assumed = []
 
     def path_outside(path):

@@ -14,7 +14,7 @@ class QueryContext:
     None``, the lexicon's words a glob matches; ``path_outside(path) ->
     bool``, whether some entry of the catalog is neither the object at
     ``path`` nor below it (None: not known, taken as yes).  ``alone``: the
-    index asked is the search's only one, and nothing sorts."""
+    index asked is the search's only one, and nothing else sorts."""
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
                  text_df=None, text_prefetch=None, text_words=None,

@@ -49,9 +49,10 @@ class PathSearch:
     def __init__(self, index, cid, depth, navtree, navtree_start,
                  outside=None, alone=False):
         self.index = index
-        #: the search's only condition (no sort either): its subtrees are
-        #: single ranges, and the catalog is asked whether an entry lies
-        #: outside the site (``outside(path)``; None: taken as yes)
+        #: the search's only condition (sorted by nothing or by this
+        #: index): its subtrees are single ranges, and the catalog is asked
+        #: whether an entry lies outside the site (``outside(path)``; None:
+        #: taken as yes)
         self.alone = alone
         self.outside = outside
         self._outside = {}

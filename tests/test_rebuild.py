@@ -58,6 +58,16 @@ def rows(key):
                    text or {}) for path, idx, meta, text in found}
 
 
+def open_site(conn):
+    """The test site through another ZODB connection (a writer thread's),
+    with its request and site set as the publisher sets them."""
+    app = makerequest(conn.root()["Application"])
+    setRequest(app.REQUEST)
+    portal = app.plone
+    setSite(portal)
+    return portal
+
+
 def catalog_exists(key):
     with db.get_pool().connection() as conn:
         return db.run(conn, q("SELECT 1 FROM pgcatalog_catalogs WHERE "
@@ -278,10 +288,7 @@ class TestOnlineRebuild(OnlineCase):
                     for attempt in range(20):
                         transaction.begin()
                         try:
-                            app = makerequest(conn.root()["Application"])
-                            setRequest(app.REQUEST)
-                            portal = app.plone
-                            setSite(portal)
+                            portal = open_site(conn)
                             catalog = portal.portal_catalog
                             folder = portal["f%d" % (n % 3)]
                             doc = folder["d%d" % (n % (self.docs // 3))]
@@ -366,10 +373,7 @@ class TestOnlineRebuild(OnlineCase):
                     transaction.begin()
                     attempts.append("begun")
                     try:
-                        app = makerequest(conn.root()["Application"])
-                        setRequest(app.REQUEST)
-                        portal = app.plone
-                        setSite(portal)
+                        portal = open_site(conn)
                         catalog = portal.portal_catalog
                         if snapshot_taken is not None and attempt == 0:
                             len(catalog(path=target))
@@ -485,10 +489,7 @@ class TestOnlineRebuild(OnlineCase):
             try:
                 for attempt in range(2):
                     transaction.begin()
-                    app = makerequest(conn.root()["Application"])
-                    setRequest(app.REQUEST)
-                    portal = app.plone
-                    setSite(portal)
+                    portal = open_site(conn)
                     doc = portal.f1.d2
                     doc.title = "Written while the build registered"
                     if attempt == 0:
@@ -530,10 +531,7 @@ class TestOnlineRebuild(OnlineCase):
         def edit():
             conn = zodb.open()
             try:
-                app = makerequest(conn.root()["Application"])
-                setRequest(app.REQUEST)
-                portal = app.plone
-                setSite(portal)
+                portal = open_site(conn)
                 doc = portal.f0.d3
                 doc.title = "Edited while its batch ran"
                 portal.portal_catalog.catalog_object(doc)

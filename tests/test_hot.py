@@ -75,13 +75,38 @@ QUERIES = (
     {"portal_type": "Document", "is_default_page": True},
     {"portal_type": ["Document", "Folder"], "is_default_page": [0, 1]},
     {"portal_type": "Document", "effectiveRange": NOW, "b_size": 2},
+    # subtrees beside key conditions: the hot rows' copy of the path
+    {"portal_type": "Document", "path": "/plone/hot"},
+    {"portal_type": "Document", "path": "/plone/hot/"},
+    {"portal_type": "Document", "path": "/plone/ho"},
+    {"review_state": "private", "path": "/plone/hot/d1"},
+    {"portal_type": ["Document", "Folder"],
+     "path": ["/plone/hot/d1", "/plone/hot/d2", "/plone/nothing"]},
+    {"portal_type": "Document", "path": {"query": "/plone/hot",
+                                         "depth": -1}},
+    {"portal_type": "Document",
+     "path": {"query": ["/plone/hot", "/plone/hot/d2"], "operator": "and"}},
+    {"portal_type": "Document", "review_state": "published",
+     "allowedRolesAndUsers": ["Anonymous"], "effectiveRange": NOW,
+     "path": "/plone/hot"},
+    {"Subject": "tag", "path": "/plone/hot"},
+    {"portal_type": "Document", "path": "/plone/hot", "b_size": 2},
+    # the site root's path (plone.restapi adds it): every entry meets it
+    {"portal_type": "Document", "path": "/plone"},
+    {"portal_type": "Document", "effectiveRange": NOW, "path": "/plone"},
 )
 #: queries the hot rows do not answer (they read the entries)
 COLD = (
     {"portal_type": {"query": "Document", "not": "Folder"}},
     {"portal_type": {"query": ["A", "Z"], "range": "min:max"}},
     {"portal_type": LONG},
-    {"portal_type": "Document", "path": "/plone/hot"},
+    {"portal_type": "Document", "path": {"query": "/plone/hot",
+                                         "depth": 1}},
+    {"portal_type": "Document", "path": {"query": "hot", "level": 1}},
+    {"portal_type": "Document", "path": {"query": "/plone/hot",
+                                         "navtree": True}},
+    {"portal_type": "Document", "path": "/plone/hot",
+     "sort_on": "sortable_title"},
     {"portal_type": "Document", "sort_on": "sortable_title"},
     {"portal_type": 7},
     # the range alone: entries without a key have no hot row
@@ -115,8 +140,9 @@ def kept_count(query):
     """Whether an unbatched ``query`` of QUERIES is counted from the key
     sets' kept counts (Subject is left out of the sets; effectiveRange
     alone has no key)."""
-    return not any(name in query for name in ("Subject",)) and \
-        set(query) - {"b_size", "b_start"} != {"effectiveRange"}
+    subtree = query.get("path", "/plone") != "/plone"
+    return "Subject" not in query and not subtree and \
+        set(query) - {"b_size", "b_start", "path"} != {"effectiveRange"}
 
 
 class TestHotKeys(ManagerWithoutCache):
@@ -195,7 +221,8 @@ class TestHotKeys(ManagerWithoutCache):
             "nullif(pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT "
             "FROM h.keys OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, "
             "b.rng) FROM pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT "
-            "FROM (h.lo, h.hi, h.rng)) OR (h.rid IS NOT NULL AND (SELECT "
+            "FROM (h.lo, h.hi, h.rng)) OR (h.rid IS NOT NULL AND h.path IS "
+            "DISTINCT FROM e.path) OR (h.rid IS NOT NULL AND (SELECT "
             "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
             "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
             "h.keys))", self.store.cid, self.store.cid)) + [

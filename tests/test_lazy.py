@@ -414,3 +414,51 @@ class TestSubtreeAlone(LazyCase):
         self.assertEqual(found, expected)
         self.assertEqual(len([s for s in sent if "count(*)" in s]), 1, sent)
         self.assertIn("array_remove", sent[0])
+
+    def test_a_subtree_beside_a_type_reads_the_hot_rows(self):
+        """Beside key conditions (a type), a subtree is read from the hot
+        rows' copy of the path as one range, the key sets' ids found
+        first; the question whether an entry lies outside the site rides
+        with the first statement.  When one does, the search is made again
+        from the entries and finds it, as ZCatalog does."""
+        top = "/".join(self.portal.lz.getPhysicalPath())
+        documents = ["%s/d%d" % (top, n) for n in range(9)]
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top, portal_type="Document")))
+        self.assertEqual(found, documents)
+        # the sets' ids, one search statement (then the brains' metadata)
+        self.assertIn("pgcatalog_hot_sets", sent[0])
+        searched = [s for s in sent if "count(*)" in s]
+        self.assertEqual(len(searched), 1, sent)
+        self.assertIn('FROM "pgcatalog_hot" h', searched[0])
+        self.assertIn("h.path >= %s AND h.path < %s AND (h.path = %s OR",
+                      searched[0])
+        self.assertIn("(h.sid + 0) = ANY(", searched[0])
+        self.assertNotIn("pgcatalog_entries", searched[0])
+        # with the site root's path (plone.restapi adds it): the key sets'
+        # counts, no path condition
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path="/plone", portal_type="Document")))
+        self.assertEqual(found, documents)
+        self.assertNotIn("h.path", " ".join(sent))
+        self.assertIn("pgcatalog_hot_counts", " ".join(sent))
+        # an entry outside the site whose components below it match
+        outside = "/elsewhere" + top[len("/plone"):] + "/d1"
+        self.catalog.catalog_object(self.portal.lz.d1, uid=outside)
+        self.addCleanup(store_module._OUTSIDE.clear)
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top, portal_type="Document")))
+        self.assertEqual(found, sorted(documents + [outside]))
+        searched = [s for s in sent if "count(*)" in s]
+        self.assertEqual(len(searched), 2, sent)
+        self.assertIn("h.path", searched[0])
+        again = searched[-1]
+        self.assertIn("array_remove", again)
+        self.assertNotIn('FROM "pgcatalog_hot" h', again)
+        self.catalog.uncatalog_object(outside)
+        # known for this process now: the entries at once
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=top, portal_type="Document")))
+        self.assertEqual(found, documents)
+        self.assertEqual(len([s for s in sent if "count(*)" in s]), 1, sent)
+        self.assertNotIn("h.path", " ".join(sent))

@@ -167,6 +167,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert "UNIQUE INDEX" in indexes["pgcatalog_entries_path"]
     assert "(cid, path) INCLUDE (depth, rid)" in indexes[
         "pgcatalog_entries_path"]
+    # version 13: the hot row's copy of its entry's path, covered
+    assert columns[("pgcatalog_hot", "path")][2] == "C"
+    assert "(path) INCLUDE (sid, lo, hi, rid, rng)" in indexes[
+        "pgcatalog_hot_path"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():
@@ -229,6 +233,19 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
             "SELECT s.keys FROM pgcatalog_hot h JOIN pgcatalog_hot_sets s "
             "ON s.sid = h.sid WHERE h.cid = 1").fetchall()) == [
                 ["1\x1fDocument"], ["1\x1fPlone Site"]]
+    # hot rows of an older version carry their entry's path (version 13)
+    assert conn.execute(
+        "SELECT h.rid FROM pgcatalog_hot h LEFT JOIN pgcatalog_entries e "
+        "ON e.rid = h.rid WHERE h.path IS DISTINCT FROM e.path"
+    ).fetchall() == []
+    if version >= 8:
+        assert conn.execute("SELECT count(*) FROM pgcatalog_hot WHERE "
+                            "path IS NOT NULL").fetchone()[0] >= 3
+        # rewritten after the migration's commit (schema.AFTER), then
+        # vacuumed: its pages all-visible again (index-only scans)
+        assert conn.execute(
+            "SELECT relpages > 0 AND relallvisible = relpages FROM pg_class "
+            "WHERE relname = 'pgcatalog_hot'").fetchone()[0]
     # the key sets' counts (version 10) add up to their hot rows
     assert conn.execute(
         "SELECT a.sid, a.cls, a.n, k.n FROM (SELECT sid, "

@@ -214,14 +214,22 @@ class TestVerify(VerifyCase):
         self.write("UPDATE {} SET lo = 1, hi = 2 FROM {} e WHERE "
                    "e.rid = pgcatalog_hot.rid AND e.path = {}",
                    ident(schema.HOT), ident(schema.ENTRIES), "/plone/f/d3")
+        # the copy of the entry's path (a subtree beside a type reads it)
+        self.write("UPDATE {} SET path = '/plone/elsewhere' FROM {} e WHERE "
+                   "e.rid = pgcatalog_hot.rid AND e.path = {}",
+                   ident(schema.HOT), ident(schema.ENTRIES), "/plone/f/d4")
         documents = {"portal_type": "Document", "path": "/plone/f"}
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             portal_type="Document")), 5)  # wrong: d1, d2 gone, a ghost
+        self.assertNotIn("/plone/f/d4", [  # wrong: d4 is there
+            b.getPath() for b in self.catalog.unrestrictedSearchResults(
+                documents)])
         report = self.verify()
         self.assertFound(report, {"stale_hot": [
-            "/plone/f/d1", "/plone/f/d2", "/plone/f/d3", "rid:987654321"]})
+            "/plone/f/d1", "/plone/f/d2", "/plone/f/d3", "/plone/f/d4",
+            "rid:987654321"]})
         report = self.verify(repair=True)
-        self.assertEqual(report.repaired, 4)
+        self.assertEqual(report.repaired, 5)
         self.assertTrue(self.verify().clean)
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             portal_type="Document")), 6)

@@ -79,6 +79,17 @@ def compile_search(catalog, query, store, window=None):
 def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
           hot_conditions):
     """The plan of the conditions (compile_search)."""
+    if window is None:
+        window = batch_window(query)
+    if not window.in_sql:
+        raise ValueError("batch arguments outside what LIMIT/OFFSET take: "
+                         "the search slices such answers (BatchWindow)")
+    # a path's form over the hot rows, for the plan reading them (every
+    # match, unsorted, not by relevance): building it may ask, with the
+    # search's first statement, whether an entry lies outside the site
+    hot_conditions = hot.resolve_paths(
+        hot_conditions, reading=not sort_indexes and not qc.ranks
+        and window.b_size is None)
     # every condition answerable from the hot rows (hot.py): counts and
     # every-match answers read them instead of the entries
     hot_where = hot.where(store.cid, hot_conditions) \
@@ -90,11 +101,6 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
     hot_count = hot.count(store.cid, hot_conditions) \
         if hot_where is not None else None
 
-    if window is None:
-        window = batch_window(query)
-    if not window.in_sql:
-        raise ValueError("batch arguments outside what LIMIT/OFFSET take: "
-                         "the search slices such answers (BatchWindow)")
     lookup = window.b_size is None and not sort_indexes and not qc.ranks \
         and unique_lookup(qc)
     # the catalog's id spelled out for a prepared lookup: its generic plan
@@ -126,6 +132,9 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
             return plans.Relevance(where, qc.rank_fragments())
         return plans.RelevancePage(where, qc.rank_fragments(), window)
     if window.b_size is None:
+        if hot_where is not None and any(
+                isinstance(c, hot.OnPath) for c in hot_conditions):
+            return subtree_beside_keys(store, hot_conditions, hot_where)
         if hot_where is not None:
             counted = hot.kept(hot_conditions)
             return plans.EveryMatch(
@@ -144,6 +153,19 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
                 hot.BIGINT_MIN, plans.ENTRIES, where))
         return plans.EveryMatch(where, prepare=lookup)
     return plans.Page(where, plans.RID, window, count=hot_count)
+
+
+def subtree_beside_keys(store, hot_conditions, hot_where):
+    """Every match of a subtree beside key conditions, counted and every
+    rid read at once from the path's B-tree on the hot rows (hot.OnPath),
+    the key sets' ids found first (hot.where); their rid order is made in
+    Python, as for the entries' every-match answers."""
+    found = hot.set_ids(store.cid, hot_conditions)
+    if found is not None:
+        ids = store.execute(found).fetchone()[0] or []
+        hot_where = hot.where(store.cid, hot_conditions,
+                              ids=q("{}::integer[]", ids))
+    return plans.EveryMatch(hot_where, source=hot.HOT, rid=hot.RID)
 
 
 def text_relevance(qc, conditions, hot_conditions, store, window):

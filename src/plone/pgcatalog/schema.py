@@ -45,7 +45,8 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     texts under
     one GIN index, kept by a trigger on ``pgcatalog_entries``; counts and
     every-match answers on those indexes alone are read there, never from
-    the wide row (:mod:`plone.pgcatalog.hot`).
+    the wide row (:mod:`plone.pgcatalog.hot`); with a subtree too, from
+    the row's copy of its entry's path (version 13).
 ``pgcatalog_hot_sets`` / ``pgcatalog_hot_counts``
     the hot rows' key sets (their keys but ``Subject``'s), which each hot
     row names, and the number of hot rows of each set, kept by a trigger
@@ -66,8 +67,12 @@ version ``n`` runs those after ``n``.  To change the schema, append a step
 and bump nothing else; never edit a step (databases made by it exist).
 """
 import hashlib
+import logging
 
+import psycopg
 from psycopg import sql
+
+logger = logging.getLogger("plone.pgcatalog")
 
 
 ENTRIES = "pgcatalog_entries"
@@ -841,8 +846,84 @@ def _v12(conn):
                  "pgcatalog_entries_path")
 
 
+# The hot row written with its entry's path (version 13).
+_V13_SYNC = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    found text[];
+    b record;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
+        RETURN NULL;
+    END IF;
+    found := pgcatalog_hot_keys(NEW.cid, NEW.idx);
+    IF cardinality(found) = 0 THEN
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
+        END IF;
+    ELSE
+        SELECT * INTO b FROM pgcatalog_hot_bounds(NEW.cid, NEW.idx);
+        INSERT INTO pgcatalog_hot (rid, cid, keys, lo, hi, rng, sid, path)
+        VALUES (NEW.rid, NEW.cid, found, b.lo, b.hi, b.rng,
+                pgcatalog_hot_set(NEW.cid, found), NEW.path)
+        ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys,
+            lo = EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng,
+            sid = EXCLUDED.sid, path = EXCLUDED.path
+        WHERE (pgcatalog_hot.keys, pgcatalog_hot.lo, pgcatalog_hot.hi,
+               pgcatalog_hot.rng, pgcatalog_hot.sid, pgcatalog_hot.path)
+            IS DISTINCT FROM
+            (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng,
+             EXCLUDED.sid, EXCLUDED.path);
+    END IF;
+    RETURN NULL;
+END
+$$"""
+
+
+def _v13(conn):
+    """Version 13: the hot row carries its entry's path, under a B-tree
+    ``(path) INCLUDE (sid, lo, hi, rid, rng)``: a subtree beside hot
+    conditions (a type, a state, the roles, ``effectiveRange``) is counted
+    and its rids read from that index alone, the key sets found by a
+    hashed semi-join (hot.py), where each entry of the subtree was visited
+    in the wide table.  The trigger writes the path with the row (an
+    entry's path never changes, but an update of it would be followed).
+    The rows are filled here: the table then holds their old versions
+    too, which :data:`AFTER` gives back (``VACUUM FULL``, after the
+    migration's commit)."""
+    conn.execute('ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS '
+                 'path text COLLATE "C"')
+    conn.execute(_V13_SYNC)
+    conn.execute("DROP TRIGGER IF EXISTS pgcatalog_entries_hot_update ON "
+                 "pgcatalog_entries")
+    conn.execute("""CREATE TRIGGER pgcatalog_entries_hot_update
+        AFTER UPDATE OF idx, path ON pgcatalog_entries FOR EACH ROW
+        WHEN (OLD.idx IS DISTINCT FROM NEW.idx
+              OR OLD.path IS DISTINCT FROM NEW.path)
+        EXECUTE FUNCTION pgcatalog_hot_sync()""")
+    # (the counts' trigger fires on a change of set or range class only)
+    conn.execute("UPDATE pgcatalog_hot h SET path = e.path FROM "
+                 "pgcatalog_entries e WHERE e.rid = h.rid")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_path
+        ON pgcatalog_hot (path) INCLUDE (sid, lo, hi, rid, rng)""")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12]
+STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
+         _v13]
+
+#: statements run after a migration committed, outside its transaction
+#: (in autocommit), for the versions it went through: {version: [SQL]}.
+#: Best effort: a failure is logged, the migration stands.
+AFTER = {
+    # the hot rows' old versions of the fill (the table doubled) given
+    # back; then the visibility map (which VACUUM FULL leaves empty: every
+    # index-only scan would visit the rows) and the new column's
+    # statistics for the planner
+    13: ["VACUUM (FULL) pgcatalog_hot", "VACUUM (ANALYZE) pgcatalog_hot"],
+}
 
 SCHEMA_VERSION = len(STEPS)
 
@@ -876,4 +957,20 @@ def ensure_schema(conn):
         conn.execute("DELETE FROM pgcatalog_schema")
         conn.execute("INSERT INTO pgcatalog_schema (version) VALUES (%s)",
                      (SCHEMA_VERSION,))
+    _after(conn, version)
     return SCHEMA_VERSION
+
+
+def _after(conn, version):
+    """The :data:`AFTER` statements of the versions after ``version`` (a
+    database made now holds nothing to give back: a fresh one skips
+    them)."""
+    if not version:
+        return
+    for later in range(version + 1, SCHEMA_VERSION + 1):
+        for statement in AFTER.get(later, ()):
+            try:
+                conn.execute(statement)
+            except psycopg.Error as exc:
+                logger.warning("after the migration to schema version %d, "
+                               "%s failed: %s", later, statement, exc)

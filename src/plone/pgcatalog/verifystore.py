@@ -108,7 +108,8 @@ def hot_mismatches(store, rids):
         "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys "
         "OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, b.rng) FROM "
         "pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT FROM (h.lo, h.hi, "
-        "h.rng)) OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
+        "h.rng)) OR (h.rid IS NOT NULL AND h.path IS DISTINCT FROM e.path) "
+        "OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
         "s.sid = h.sid AND s.cid = h.cid) IS DISTINCT FROM "
         "pgcatalog_hot_set_keys(h.cid, h.keys)))",
         ENTRIES, ident(schema.HOT), store.cid, rids,

@@ -53,11 +53,15 @@ from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.path.predicates import all_of
 from plone.pgcatalog.indexes.path.predicates import any_of
 from plone.pgcatalog.indexes.path.predicates import negation
+from plone.pgcatalog.indexes.path.search import NotOnColumn
 from plone.pgcatalog.indexes.path.search import PathSearch
+from plone.pgcatalog import hot
 
 
 #: ZCatalog sorts by documentToKeyMap(): the indexed path string
 PATH = q("e.path")
+#: the hot row's copy of its entry's path (schema version 13)
+HOT_PATH = q("h.path")
 
 
 class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
@@ -93,6 +97,28 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         return path
 
     def pgc_where(self, iq, qc):
+        return self._where(iq, qc)
+
+    def pgc_hot_where(self, iq, qc):
+        """The search over the hot row's copy of the path (``h.path``):
+        subtrees at level 0 (no depth, no navtree), beside key conditions
+        (hot.OnPath, built when a plan reads the hot rows), or None."""
+        if iq is None or iq.keys is None or iq.get("level", 0) != 0 or \
+                iq.get("navtree", 0) or getattr(iq, "depth", -1) != -1:
+            return None
+        built = []
+
+        def build():
+            if not built:
+                try:
+                    where = self._where(iq, qc, column=HOT_PATH)
+                except NotOnColumn:
+                    where = None
+                built.append(None if where is NO_MATCH else where)
+            return built[0]
+        return hot.OnPath(build)
+
+    def _where(self, iq, qc, column=None):
         if iq.keys is None:
             return None
         level = iq.get("level", 0)
@@ -102,7 +128,7 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         navtree_start = iq.get("navtree_start", 0)
         search = PathSearch(self, qc.cid, depth, navtree, navtree_start,
                             getattr(qc, "path_outside", None),
-                            getattr(qc, "alone", False))
+                            getattr(qc, "alone", False), column=column)
         results = [search.search(k, level) for k in iq.keys]
         if operator == "or":
             # union(): a None result adds nothing

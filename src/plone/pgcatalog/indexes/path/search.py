@@ -43,11 +43,24 @@ class Result:
         self.none = none
 
 
+class NotOnColumn(Exception):
+    """The search needs more of the entry than its path column (a
+    component test, a depth, a parent; an entry lying outside the site):
+    it has no form over the hot row's copy of the path."""
+
+
 class PathSearch:
-    """``search()`` for the keys of one path query."""
+    """``search()`` for the keys of one path query.
+
+    ``column``: written over that path column alone (the hot row's copy,
+    ``h.path``), as single ranges (the site's entries all lying below it,
+    asked as for a search alone), or :class:`NotOnColumn` raised."""
 
     def __init__(self, index, cid, depth, navtree, navtree_start,
-                 outside=None, alone=False):
+                 outside=None, alone=False, column=None):
+        self.column = column
+        if column is not None:
+            alone = True
         self.index = index
         #: the search's only condition (sorted by nothing or by this
         #: index): its subtrees are single ranges, and the catalog is asked
@@ -66,6 +79,9 @@ class PathSearch:
             level, path = default_level, key
         else:
             level, path = int(key[1]), key[0]
+        if self.column is not None and (level != 0 or self.navtree
+                                        or self.depth != -1):
+            raise NotOnColumn(key)
         if level < 0:
             # ZCatalog: multiunion(search(path, l) for l in 0.._depth)
             first = self.search_level(path, 0)
@@ -124,9 +140,15 @@ class PathSearch:
                 # level >= 1: a cheap string test first
                 return all_of([contains_after_first(target),
                                slice_eq(level, target)])
-            inside = in_tree(prefix + target, ranged=self.alone)
+            if self.column is not None:
+                inside = in_tree(prefix + target, ranged=True,
+                                 column=self.column)
+            else:
+                inside = in_tree(prefix + target, ranged=self.alone)
             if not prefix or not self.anything_outside(prefix):
                 return inside
+            if self.column is not None:
+                raise NotOnColumn(prefix)
             return any_of([inside, all_of([outside_tree(prefix),
                                            slice_eq(level, target)])])
 

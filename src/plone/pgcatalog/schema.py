@@ -967,10 +967,23 @@ def _after(conn, version):
     them)."""
     if not version:
         return
-    for later in range(version + 1, SCHEMA_VERSION + 1):
-        for statement in AFTER.get(later, ()):
+    statements = [(later, statement)
+                  for later in range(version + 1, SCHEMA_VERSION + 1)
+                  for statement in AFTER.get(later, ())]
+    if not statements:
+        return
+    # a catalog connection waits 200 ms for a lock (db._configure); the
+    # table was just rewritten, and autovacuum, which gives way to a lock
+    # request only after a second, is likely on it
+    before = conn.execute("SHOW lock_timeout").fetchone()[0]
+    conn.execute("SET lock_timeout = '60s'")
+    try:
+        for later, statement in statements:
             try:
                 conn.execute(statement)
             except psycopg.Error as exc:
                 logger.warning("after the migration to schema version %d, "
                                "%s failed: %s", later, statement, exc)
+    finally:
+        conn.execute("SELECT set_config('lock_timeout', %s, false)",
+                     (before,))

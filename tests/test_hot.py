@@ -84,6 +84,8 @@ QUERIES = (
      "path": ["/plone/hot/d1", "/plone/hot/d2", "/plone/nothing"]},
     {"portal_type": "Document", "path": {"query": "/plone/hot",
                                          "depth": -1}},
+    {"portal_type": "Document", "path": ["/plone/hot/d3", "/plone/hot",
+                                         "/plone/hot/d3"]},
     {"portal_type": "Document",
      "path": {"query": ["/plone/hot", "/plone/hot/d2"], "operator": "and"}},
     {"portal_type": "Document", "review_state": "published",

@@ -435,6 +435,25 @@ class TestSubtreeAlone(LazyCase):
                       searched[0])
         self.assertIn("(h.sid + 0) = ANY(", searched[0])
         self.assertNotIn("pgcatalog_entries", searched[0])
+        # two subtrees (one within a third, left out): a range each
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=[top + "/d1", top + "/d2", top + "/d1/x"],
+                        portal_type="Document")))
+        self.assertEqual(found, documents[1:3])
+        searched = [s for s in sent if "count(*)" in s]
+        self.assertEqual(searched[0].count("UNION ALL"), 1, searched)
+        # and alone, from the (cid, path) B-tree
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=[top + "/d1", top + "/d2", top])))
+        self.assertEqual(found, [top] + documents)
+        searched = [s for s in sent if "count(*)" in s]
+        self.assertNotIn("UNION ALL", searched[0])  # the top alone
+        found, sent = statements(self.catalog, lambda: self.paths(
+            self.search(path=[top + "/d1", top + "/d2"])))
+        self.assertEqual(found, documents[1:3])
+        searched = [s for s in sent if "count(*)" in s]
+        self.assertEqual(searched[0].count("UNION ALL"), 1, searched)
+        self.assertIn('"pgcatalog_entries" e', searched[0])
         # with the site root's path (plone.restapi adds it): the key sets'
         # counts, no path condition
         found, sent = statements(self.catalog, lambda: self.paths(

@@ -18,6 +18,7 @@ from Products.ZCatalog.query import IndexQuery
 from Products.ZCatalog.ZCatalog import ZCatalog
 
 from plone.pgcatalog.testing import pgserver
+from plone.pgcatalog import hot
 from plone.pgcatalog import schema
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.fragment import TRUE
@@ -179,12 +180,22 @@ def _pg_hot_search(conn, cid, index, query):
     found = found.resolved()
     if found is None:
         return None, None
+    if found is hot.EVERYWHERE:
+        # every entry meets it
+        rows = conn.execute("SELECT path FROM pgcatalog_entries WHERE "
+                            "cid = %s", (cid,)).fetchall()
+        return {r[0] for r in rows}, TRUE
     where = found.fragment
     assert "e." not in where.text, where.text
-    statement = q("SELECT h.path FROM pgcatalog_entries h "
-                  "WHERE h.cid = {} AND {}", cid, where)
-    rows = conn.execute(statement.text, statement.params).fetchall()
-    return {r[0] for r in rows}, where
+    # the subtrees are read one by one (a UNION ALL): no entry in two
+    seen = []
+    for part in found.parts:
+        statement = q("SELECT h.path FROM pgcatalog_entries h "
+                      "WHERE h.cid = {} AND {}", cid, part)
+        seen += [r[0] for r in conn.execute(statement.text,
+                                            statement.params).fetchall()]
+    assert len(seen) == len(set(seen)), (query, found.parts)
+    return set(seen), where
 
 
 def _real_search(index, paths, query):

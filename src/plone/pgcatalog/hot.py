@@ -97,6 +97,7 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import and_
+from plone.pgcatalog.fragment import or_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
 
@@ -361,22 +362,26 @@ class OnPath(Ranged):
     ``build()`` gives the Fragment, or None when the hot row cannot say
     it."""
 
-    def __init__(self, build):
-        super().__init__(None)
+    def __init__(self, build, parts=None):
+        super().__init__(None if parts is None else or_(*parts))
         self.build = build
+        #: the subtrees: disjoint conditions over the path, each one range
+        self.parts = parts
 
     def resolved(self):
         """This condition, built; None when the hot row cannot say it;
         :data:`EVERYWHERE` when every entry meets it (the site root's
         path, which plone.restapi's search adds)."""
-        fragment = self.build()
-        if fragment is None:
+        parts = self.build()
+        if parts is None:
             return None
-        if fragment is TRUE:
+        if parts is TRUE:
             return EVERYWHERE
-        found = OnPath(self.build)
-        found.fragment = fragment
-        return found
+        return OnPath(self.build, parts)
+
+    def each(self):
+        """One condition per subtree (their union is this one)."""
+        return [OnPath(self.build, [part]) for part in self.parts]
 
 
 #: a condition every entry meets: left out of the hot rows' conditions

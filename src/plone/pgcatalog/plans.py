@@ -97,6 +97,16 @@ def among_hot(condition):
              ident(schema.HOT), condition)
 
 
+def union_of(alias, source, conditions):
+    """The rids of the rows of ``source`` (alias ``alias``, a constant)
+    meeting any of ``conditions``, which no row meets two of (disjoint
+    subtrees), as a source of that alias: a UNION ALL, each branch read on
+    its own (one range of a path B-tree each)."""
+    return q("({}) " + alias, join(" UNION ALL ", [
+        q("SELECT " + alias + ".rid FROM {} WHERE {}", source, where)
+        for where in conditions]))
+
+
 def tie_break(reverse):
     """Order of entries with equal sort keys, as ZCatalog's sortResults:
     one sort index sorts (key, rid) pairs, so ties follow the sort

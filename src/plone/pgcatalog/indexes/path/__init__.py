@@ -100,9 +100,16 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         return self._where(iq, qc)
 
     def pgc_hot_where(self, iq, qc):
-        """The search over the hot row's copy of the path (``h.path``):
-        subtrees at level 0 (no depth, no navtree), beside key conditions
-        (hot.OnPath, built when a plan reads the hot rows), or None."""
+        """The search over the hot row's copy of the path (``h.path``),
+        beside key conditions (:meth:`pgc_subtrees`), or None."""
+        return self.pgc_subtrees(iq, qc, HOT_PATH)
+
+    def pgc_subtrees(self, iq, qc, column=PATH):
+        """The search as subtrees read from the path ``column`` alone (the
+        entry's; a B-tree on it answers each from one range): hot.OnPath, whose
+        ``parts`` are disjoint single ranges (a union of subtrees, a
+        subtree under another left out), built when a plan reads them;
+        None for other searches (a depth, a navtree, a level)."""
         if iq is None or iq.keys is None or iq.get("level", 0) != 0 or \
                 iq.get("navtree", 0) or getattr(iq, "depth", -1) != -1:
             return None
@@ -111,12 +118,42 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
         def build():
             if not built:
                 try:
-                    where = self._where(iq, qc, column=HOT_PATH)
+                    built.append(self._trees(iq, qc, column))
                 except NotOnColumn:
-                    where = None
-                built.append(None if where is NO_MATCH else where)
+                    built.append(None)
             return built[0]
         return hot.OnPath(build)
+
+    def _trees(self, iq, qc, column):
+        """``[condition]`` of disjoint subtrees over ``column``, TRUE
+        (every entry), or None; raises NotOnColumn."""
+        operator = iq.get("operator", self.useOperator).lower()
+        if operator != "or" and len(iq.keys) > 1:
+            # an intersection of subtrees: as one condition
+            where = self._where(iq, qc, column=column)
+            if where is NO_MATCH or where is None:
+                return None
+            return TRUE if where is TRUE else [where]
+        search = PathSearch(self, qc.cid, -1, 0, 0,
+                            getattr(qc, "path_outside", None),
+                            column=column)
+        trees = {}
+        for key in iq.keys:
+            result = search.search(key, 0)
+            if result.none is not FALSE:
+                raise NotOnColumn(key)
+            if result.where is TRUE:
+                return TRUE
+            if result.where is FALSE:
+                continue
+            path = key if isinstance(key, str) else key[0]
+            trees["/" + "/".join(c for c in path.split("/") if c)] = \
+                result.where
+        # union(): a subtree within another adds nothing; the others are
+        # disjoint
+        parts = [where for root, where in sorted(trees.items())
+                 if not any(root.startswith(other + "/") for other in trees)]
+        return parts or None
 
     def _where(self, iq, qc, column=None):
         if iq.keys is None:

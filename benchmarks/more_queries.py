@@ -30,7 +30,11 @@ The queries (words chosen from the site's vocabulary as level1 does):
 * O3: ``Subject``, any of three tags, every match;
 * O5: the site root's ``path``, every match (every entry);
 * O10: ``is_folderish``, every match (not a hot index);
-* O19: two states + ``Creator``, every match.
+* O19: two states + ``Creator``, every match;
+* PSD, PSA, PF: a section's documents, its anonymous listing (two types,
+  published, roles, ``effectiveRange``), a folder's documents, every
+  match; PSP, PSPD: two sections, alone and with a type; PR, PRA: the site
+  root's path (as plone.restapi adds it) with a type, and anonymous.
 """
 import argparse
 import json
@@ -49,6 +53,10 @@ def queries(plan):
     w = plan.words
     now = minutes_to_datetime(QUERY_NOW_MIN)
     anonymous = {"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": now}
+    # a top-level section, another, and a folder below a section
+    section = plan.folder_paths[plan.levels[0][1]]
+    other = plan.folder_paths[plan.levels[0][2]]
+    folder = plan.folder_paths[plan.levels[1][3]]
     return {
         "TA": dict(anonymous, SearchableText="%s %s" % (w[29], w[79])),
         "TW": dict(anonymous, SearchableText=w[60]),
@@ -84,6 +92,19 @@ def queries(plan):
         "O5": {"path": "/plone"},
         "O10": {"is_folderish": True},
         "O19": {"review_state": ["private", "pending"], "Creator": "user03"},
+        # subtrees beside the hot conditions, every match: a section's
+        # documents, its anonymous listing, a folder's documents, two
+        # sections (with and without a type), and plone.restapi's shape
+        # (the site root's path added) with a type and anonymous
+        "PSD": {"path": section, "portal_type": "Document"},
+        "PSA": dict(anonymous, path=section, review_state="published",
+                    portal_type=["Document", "News Item"]),
+        "PF": {"path": folder, "portal_type": "Document"},
+        "PSP": {"path": [section, other]},
+        "PSPD": {"path": [section, other], "portal_type": "Document"},
+        "PR": {"path": "/plone", "portal_type": "Document"},
+        "PRA": dict(anonymous, path="/plone", review_state="published",
+                    portal_type=["Document", "News Item"]),
     }
 
 

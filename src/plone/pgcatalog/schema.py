@@ -67,12 +67,8 @@ version ``n`` runs those after ``n``.  To change the schema, append a step
 and bump nothing else; never edit a step (databases made by it exist).
 """
 import hashlib
-import logging
 
-import psycopg
 from psycopg import sql
-
-logger = logging.getLogger("plone.pgcatalog")
 
 
 ENTRIES = "pgcatalog_entries"
@@ -890,9 +886,10 @@ def _v13(conn):
     hashed semi-join (hot.py), where each entry of the subtree was visited
     in the wide table.  The trigger writes the path with the row (an
     entry's path never changes, but an update of it would be followed).
-    The rows are filled here: the table then holds their old versions
-    too, which :data:`AFTER` gives back (``VACUUM FULL``, after the
-    migration's commit)."""
+    The rows are filled here (15 s at 1,000,000 entries): the table then
+    holds their old versions too, until ``VACUUM FULL pgcatalog_hot`` gives
+    them back (operations.md); the new column's statistics are taken at
+    once (the planner's estimate of a subtree's rows)."""
     conn.execute('ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS '
                  'path text COLLATE "C"')
     conn.execute(_V13_SYNC)
@@ -908,22 +905,12 @@ def _v13(conn):
                  "pgcatalog_entries e WHERE e.rid = h.rid")
     conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_path
         ON pgcatalog_hot (path) INCLUDE (sid, lo, hi, rid, rng)""")
+    conn.execute("ANALYZE pgcatalog_hot")
 
 
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13]
-
-#: statements run after a migration committed, outside its transaction
-#: (in autocommit), for the versions it went through: {version: [SQL]}.
-#: Best effort: a failure is logged, the migration stands.
-AFTER = {
-    # the hot rows' old versions of the fill (the table doubled) given
-    # back; then the visibility map (which VACUUM FULL leaves empty: every
-    # index-only scan would visit the rows) and the new column's
-    # statistics for the planner
-    13: ["VACUUM (FULL) pgcatalog_hot", "VACUUM (ANALYZE) pgcatalog_hot"],
-}
 
 SCHEMA_VERSION = len(STEPS)
 
@@ -957,33 +944,5 @@ def ensure_schema(conn):
         conn.execute("DELETE FROM pgcatalog_schema")
         conn.execute("INSERT INTO pgcatalog_schema (version) VALUES (%s)",
                      (SCHEMA_VERSION,))
-    _after(conn, version)
     return SCHEMA_VERSION
 
-
-def _after(conn, version):
-    """The :data:`AFTER` statements of the versions after ``version`` (a
-    database made now holds nothing to give back: a fresh one skips
-    them)."""
-    if not version:
-        return
-    statements = [(later, statement)
-                  for later in range(version + 1, SCHEMA_VERSION + 1)
-                  for statement in AFTER.get(later, ())]
-    if not statements:
-        return
-    # a catalog connection waits 200 ms for a lock (db._configure); the
-    # table was just rewritten, and autovacuum, which gives way to a lock
-    # request only after a second, is likely on it
-    before = conn.execute("SHOW lock_timeout").fetchone()[0]
-    conn.execute("SET lock_timeout = '60s'")
-    try:
-        for later, statement in statements:
-            try:
-                conn.execute(statement)
-            except psycopg.Error as exc:
-                logger.warning("after the migration to schema version %d, "
-                               "%s failed: %s", later, statement, exc)
-    finally:
-        conn.execute("SELECT set_config('lock_timeout', %s, false)",
-                     (before,))

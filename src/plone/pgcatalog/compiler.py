@@ -162,14 +162,9 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
 
 def subtree_beside_keys(store, hot_conditions, hot_where):
     """Every match of a subtree beside key conditions, counted and every
-    rid read at once from the path's B-tree on the hot rows (hot.OnPath),
-    the key sets' ids found first (hot.where); their rid order is made in
-    Python, as for the entries' every-match answers."""
-    found = hot.set_ids(store.cid, hot_conditions)
-    ids = None
-    if found is not None:
-        ids = q("{}::integer[]", store.execute(found).fetchone()[0] or [])
-        hot_where = hot.where(store.cid, hot_conditions, ids=ids)
+    rid read at once from the path's B-tree on the hot rows (hot.OnPath,
+    hot.where); their rid order is made in Python, as for the entries'
+    every-match answers."""
     path = [c for c in hot_conditions if isinstance(c, hot.OnPath)][0]
     if len(path.parts) == 1:
         return plans.EveryMatch(hot_where, source=hot.HOT, rid=hot.RID)
@@ -177,7 +172,7 @@ def subtree_beside_keys(store, hot_conditions, hot_where):
     # of the rows, or a scan of the whole B-tree)
     return plans.EveryMatch(TRUE, source=plans.union_of("h", hot.HOT, [
         hot.where(store.cid, [tree if c is path else c
-                              for c in hot_conditions], ids=ids)
+                              for c in hot_conditions])
         for tree in path.each()]), rid=hot.RID)
 
 

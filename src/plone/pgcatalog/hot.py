@@ -88,6 +88,13 @@ key conditions are all on indexes in the sets adds the matching sets' rows
 instead of visiting one index tuple per match (:func:`count`), and the least
 rid a set ever received bounds where a walk for the first matches starts.
 
+Subtrees (schema version 13): the hot row carries a copy of its entry's
+path under a B-tree ``(path) INCLUDE (sid, lo, hi, rid, rng)``; a subtree
+beside key conditions (:class:`OnPath`, the path index's form) is one
+range of it, each row's set looked up in a hash of the matching sets' ids
+(:func:`where`); the site root's path is a condition every entry meets
+(:data:`EVERYWHERE`), left out.
+
 Used by the compiler for every-match answers and a batch's total when
 every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
 anything else reads ``pgcatalog_entries`` as before.
@@ -323,17 +330,20 @@ def where(cid, conditions, sets=True, ids=None):
     if sets and _in_sets(keys):
         # (no ``h.cid``: the sets are the catalog's, and a condition on a
         # column the B-tree does not hold would visit every row)
-        if ids is not None and _on_path(conditions):
+        if ids is None and _on_path(conditions):
             # beside a subtree: the rows read from the path's B-tree
-            # (``(path) INCLUDE (sid, ...)``), the sets' ids found first
-            # (a constant array PostgreSQL hashes).  ``+ 0`` keeps the
-            # planner from the ``(sid, ...)`` B-tree, whose rows it would
-            # visit for their path: it cannot know how many rows the sets
-            # hold (thousands, estimated at 5: 58 ms instead of 5), and
-            # estimating an array of thousands of ids element by element
-            # costs milliseconds of planning (2,073 sets of a type at
-            # 100,000 entries).
-            chosen = q("(h.sid + 0) = ANY({})", ids)
+            # (``(path) INCLUDE (sid, ...)``), each row's set looked up in
+            # a hash of the matching sets' ids, made once (a hashed
+            # SubPlan).  ``IS TRUE`` keeps PostgreSQL from making the IN a
+            # join: it cannot know how many sets match (thousands,
+            # estimated at one), and joined each set to the subtree's
+            # range, or each set's rows, visited for their path (58 ms
+            # instead of 5 at 100,000 entries).  An array of the ids found
+            # first cost a round trip, and milliseconds of planning when
+            # the planner estimates it element by element.
+            chosen = q("(h.sid IN (SELECT s.sid FROM {} s WHERE {})) IS TRUE",
+                       HOT_SETS, and_(q("s.cid = {}", cid),
+                                      *[c.on_sets() for c in keys]))
         else:
             chosen = q("h.sid = ANY({})", _set_ids(cid, keys) if ids is None
                        else ids)
@@ -359,8 +369,10 @@ class OnPath(Ranged):
     Built when a plan reads it (:meth:`resolved`): building may ask, with
     the search's statement, whether an entry lies outside the site
     (indexes/path/search.py), which only plans reading the hot rows need.
-    ``build()`` gives the Fragment, or None when the hot row cannot say
-    it."""
+    ``build()`` gives the subtrees (disjoint conditions, one range each),
+    TRUE (every entry), or None when the path column alone cannot say it.
+    The path index gives the same over the entries' column for a path
+    search alone (``pgc_subtrees``)."""
 
     def __init__(self, build, parts=None):
         super().__init__(None if parts is None else or_(*parts))

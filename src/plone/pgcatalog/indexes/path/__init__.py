@@ -55,6 +55,7 @@ from plone.pgcatalog.indexes.path.predicates import any_of
 from plone.pgcatalog.indexes.path.predicates import negation
 from plone.pgcatalog.indexes.path.search import NotOnColumn
 from plone.pgcatalog.indexes.path.search import PathSearch
+from plone.pgcatalog.indexes.path.search import tree_root
 from plone.pgcatalog import hot
 
 
@@ -146,8 +147,7 @@ class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
                 return TRUE
             if result.where is FALSE:
                 continue
-            path = key if isinstance(key, str) else key[0]
-            trees["/" + "/".join(c for c in path.split("/") if c)] = \
+            trees[tree_root(key if isinstance(key, str) else key[0])] = \
                 result.where
         # union(): a subtree within another adds nothing; the others are
         # disjoint

@@ -11,6 +11,7 @@ from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.path.facts import CatalogFacts
 from plone.pgcatalog.indexes.path.predicates import COMPS
+from plone.pgcatalog.indexes.path.predicates import _joined
 from plone.pgcatalog.indexes.path.predicates import all_of
 from plone.pgcatalog.indexes.path.predicates import any_of
 from plone.pgcatalog.indexes.path.predicates import contains_after_first
@@ -31,6 +32,12 @@ LEVEL_COMPS = q("cc.c")
 
 def _comps(path):
     return [c for c in path.split("/") if c]
+
+
+def tree_root(path):
+    """The path of the object a subtree query names, normalised (its
+    components joined by single slashes): ``/a/b`` for ``a//b/``."""
+    return _joined(_comps(path))
 
 
 class Result:

@@ -34,6 +34,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.text import PGZCTextIndex
+from plone.pgcatalog.indexes.text import querytree
 from plone.pgcatalog.indexes.text import scoring
 
 
@@ -700,6 +701,48 @@ def test_globs_scored_from_the_lexicon(env, monkeypatch, columns):
               if pg_search(env, "SearchableText", query)
               != zc_search(env, "SearchableText", query)]
     assert differ
+
+
+def test_a_glob_of_every_word_with_its_prefix_is_matched_by_it(env):
+    """A glob the lexicon's words replace is matched by its prefix
+    (``'hel':*``, one range of the GIN index's keys) when the words are
+    every word with that prefix; with a ``?`` or an inner ``*`` by its
+    words.  Matches and scores stay ZCTextIndex's."""
+    index = env["pg"]["SearchableText"].__of__(env["cat"])
+
+    def condition(query):
+        qc = lexicon_context(env, QueryContext())
+        qc.cid = env["cid"]
+        iq = IndexQuery({"SearchableText": query}, "SearchableText",
+                        index.query_options)
+        where = index.pgc_where(iq, qc)
+        return where.text, [str(p) for p in where.params]
+
+    words = textstats_words(env, "b")
+    assert len(words) > 2
+    _, params = condition("b*")
+    assert "'b':*" in params
+    assert not any("|" in p for p in params), params
+    _, params = condition("foo AND NOT b*")
+    assert any("!('b':*)" in p for p in params), params
+    # ``?``: the words that match the pattern, not every word with the
+    # prefix
+    _, params = condition("ba?d")
+    assert not any(":*" in p for p in params), params
+    # the tsquery for ts_rank keeps the words (it weighs each term)
+    qtree = querytree.resolve_globs(querytree._glob_node("b*"),
+                                    lambda glob: words)
+    assert querytree.tsquery_text(qtree, prefixes=True) == "'b':*"
+    assert querytree.tsquery_text(qtree) == "(%s)" % " | ".join(
+        text.quote_lexeme(w) for w in words)
+    for query in ["b*", "foo AND NOT b*", "ba?d", "hel* OR zope", "c*"]:
+        compare(env, "SearchableText", query, lexicon=True)
+
+
+def textstats_words(env, prefix):
+    from plone.pgcatalog import textstats
+    return textstats._read_words(LexiconStore(env),
+                                 env["pg"]["SearchableText"], prefix)
 
 
 @pytest.mark.parametrize("least", [2, 5])

@@ -65,11 +65,22 @@ class _Or:
 
 class _Words(_Or):
     """A glob's words, from the lexicon: their union (ZCTextIndex's
-    ``search_glob``), matched and scored as words."""
+    ``search_glob``), scored as words.
 
-    def __init__(self, lexes):
+    ``prefix``: the glob's prefix when the words are every word of the
+    lexicon that starts with it (a glob without ``?`` or an inner ``*``).
+    Every lexeme of a document is a word of the lexicon (the text rows'
+    trigger adds them), so a document holds one of the words exactly when
+    it holds a lexeme with that prefix: matched as ``prefix:*``
+    (:func:`tsquery_text` with ``prefixes``), one range of the GIN index's
+    keys and one binary search of a row's lexemes, instead of an OR of
+    every word (60,658 documents of 100,000 holding one of a three-letter
+    prefix's 112 words: 40 ms against 667)."""
+
+    def __init__(self, lexes, prefix=None):
         super().__init__([_Word(lex) for lex in lexes])
         self.lexes = lexes
+        self.prefix = prefix
 
 
 def _simplify_or(kids):
@@ -133,7 +144,8 @@ def resolve_globs(node, words_of):
             return FALSE
         if len(words) == 1:
             return _Word(words[0])
-        return _Words(list(words))
+        return _Words(list(words),
+                      prefix=node.prefix if node.regex is None else None)
     if isinstance(node, _And):
         return _simplify_and([resolve_globs(n, words_of) for n in node.pos],
                              [resolve_globs(n, words_of) for n in node.neg])
@@ -198,9 +210,14 @@ def _has_regex(node):
     return False
 
 
-def tsquery_text(node):
+def tsquery_text(node, prefixes=False):
     """The tsquery (a value: it goes into SQL as a parameter or a literal)
-    for a match tree (globs with a regex: their prefix)."""
+    for a match tree (globs with a regex: their prefix).  ``prefixes``: a
+    glob's words that are every word with its prefix are written as the
+    prefix (:class:`_Words`): the same matches, for a condition (not for
+    ``ts_rank``, which weighs each query term)."""
+    if isinstance(node, _Words) and prefixes and node.prefix is not None:
+        return quote_lexeme(node.prefix) + ":*"
     if isinstance(node, _Word):
         return quote_lexeme(node.lex)
     if isinstance(node, _Glob):
@@ -208,13 +225,14 @@ def tsquery_text(node):
     if isinstance(node, _Phrase):
         return "(" + " <-> ".join(quote_lexeme(x) for x in node.lexes) + ")"
     if isinstance(node, _And):
-        text = " & ".join(tsquery_text(n) for n in node.pos)
+        text = " & ".join(tsquery_text(n, prefixes) for n in node.pos)
         if node.neg:
             text += " & !(" + " | ".join(
-                tsquery_text(n) for n in node.neg) + ")"
+                tsquery_text(n, prefixes) for n in node.neg) + ")"
         return "(" + text + ")"
     if isinstance(node, _Or):
-        return "(" + " | ".join(tsquery_text(n) for n in node.kids) + ")"
+        return "(" + " | ".join(
+            tsquery_text(n, prefixes) for n in node.kids) + ")"
     raise TypeError(node)  # pragma: no cover
 
 
@@ -233,7 +251,8 @@ def match_sql(node, tsv, value=param):
     expression) into SQL: :func:`~plone.pgcatalog.fragment.param` (a
     parameter, the default) or :func:`~plone.pgcatalog.fragment.literal`."""
     if not _has_regex(node):
-        return q("{} @@ {}::tsquery", tsv, value(tsquery_text(node)))
+        return q("{} @@ {}::tsquery", tsv,
+                 value(tsquery_text(node, prefixes=True)))
     if isinstance(node, _Glob):
         return q("({} @@ {}::tsquery AND EXISTS (SELECT 1 FROM unnest({}) u "
                  "WHERE starts_with(u.lexeme, {}) AND u.lexeme ~ {}))",

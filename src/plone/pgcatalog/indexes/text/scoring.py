@@ -303,7 +303,8 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
         return Postings(q("SELECT NULL::bigint AS rid, NULL::float8 AS "
                           "score WHERE FALSE"), 0, documents)
     values = [q("({}::text, {}::tsquery, {})", literal(lex),
-                literal(tsquery_text(_And(rest + [_Word(lex)], neg))
+                literal(tsquery_text(_And(rest + [_Word(lex)], neg),
+                                     prefixes=True)
                         if rest or neg else quote_lexeme(lex)),
                 scorer.idf(f8(n)))
               for lex, n in found]

@@ -24,6 +24,7 @@ from ZODB.POSException import ConflictError
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import hot
+from plone.pgcatalog import plans
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog import db
@@ -936,9 +937,13 @@ class TestTextRows(ManagerWithoutCache):
             search = [st for st in sent if "array_agg" in st][0]
             self.assertIn("w(lex, query, idf)", search, extra)
         # beside conditions on the entries (not a path) that keep enough:
-        # word by word, then looked up in the entries (the hot conditions
-        # first kept by the hot rows); the same answers as row by row
+        # word by word, then kept by the entries (the hot conditions first
+        # kept by the hot rows): each match looked up, or among the
+        # entries meeting the conditions, hashed, as the costs say
+        # (plans.entries_hashed); the same answers as row by row
         union = "apple OR banana OR durian"
+        hashed = {"ENTRY_LOOKUP_US": 1e9, "ENTRY_HASHED_US": 1.0}
+        looked_up = {"ENTRY_LOOKUP_US": 1.0, "ENTRY_HASHED_US": 1e9}
         for extra in ({"is_folderish": False},
                       {"is_folderish": False, "portal_type": "Document"},
                       {"is_folderish": False, "b_size": 2},
@@ -948,18 +953,26 @@ class TestTextRows(ManagerWithoutCache):
                                             100):
                 expected = self.full(query)
             self.assertTrue(expected)
-            with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 1e9):
-                got, sent = statements(self.catalog,
-                                       lambda: self.full(query))
-            self.assertEqual(got, expected, extra)
-            search = [st for st in sent if "array_agg" in st][0]
-            if "path" in extra:
-                # a folder: matched there, row by row
-                self.assertNotIn("w(lex, query, idf)", search)
-                continue
-            self.assertIn(') tr JOIN "pgcatalog_entries" e', search, extra)
-            self.assertEqual("h.rid + 0" in search,
-                             "portal_type" in extra, extra)
+            for costs in (looked_up, hashed):
+                with unittest.mock.patch.object(scoring, "ROW_SCORE_US",
+                                                1e9), \
+                        unittest.mock.patch.multiple(plans, **costs):
+                    got, sent = statements(self.catalog,
+                                           lambda: self.full(query))
+                self.assertEqual(got, expected, (extra, costs))
+                search = [st for st in sent if "array_agg" in st][0]
+                if "path" in extra:
+                    # a folder: matched there, row by row
+                    self.assertNotIn("w(lex, query, idf)", search)
+                    continue
+                self.assertEqual(
+                    ') tr JOIN "pgcatalog_entries" e' in search,
+                    costs is looked_up, (extra, costs))
+                self.assertEqual(
+                    'tr.rid IN (SELECT e.rid + 0 FROM "pgcatalog_entries" e'
+                    in search, costs is hashed, (extra, costs))
+                self.assertEqual("h.rid + 0" in search,
+                                 "portal_type" in extra, extra)
         # when matching the union at once costs less (Postings.pays):
         # row by row, the same answer
         query = {"SearchableText": "apple OR banana OR durian",

@@ -289,35 +289,47 @@ def postings_beside_entries(postings, others, store, page):
     of a path condition ranges from right to far off (at 100,000 entries
     a section of 7,245 entries estimated at 6,993, a folder of 954 at 1);
     too high, a folder's search would read every posting of the union.  A
-    union there is matched in the folder and scored row by row.  The matches are kept by the hot rows first (a hashed
-    semi-join, plans.among_hot), then looked up in the entries for the
-    other conditions."""
+    union there is matched in the folder and scored row by row.  The
+    matches are kept by the hot rows first (a hashed semi-join,
+    plans.among_hot), then by the entries for the other conditions:
+    each looked up, or, when they are more than the entries meeting those
+    conditions would cost to read once (``plans.entries_hashed``), among
+    those entries, hashed (``plans.among_entries``)."""
     cid = store.cid
     hot_pairs = [(c, h) for c, h in others if h is not None]
     keys = hot.set_ids(cid, [h for _, h in hot_pairs], counted=True) \
         if hot_pairs else None
     rest = [c for c, h in others if keys is None or h is None]
     documents = postings.documents
-    share, ids = 1.0, None
+    hot_share, ids = 1.0, None
     if keys is not None:
         ids, kept = store.execute(keys).fetchone()
         ids = ids or []
         if documents:
-            share = min(1.0, float(kept) / documents)
-    estimate = plans.estimated_entries(
-        store, and_(q("e.cid = {}", cid), *rest))
+            hot_share = min(1.0, float(kept) / documents)
+    on_entries = and_(q("e.cid = {}", cid), *rest)
+    estimate = plans.estimated_entries(store, on_entries)
+    share = hot_share
     if documents:
         share *= min(1.0, estimate / documents)
     if not postings.pays(share * documents if documents else estimate):
         return None
-    where = and_(*rest)
+    # the union's matches that reach the entries: looked up one by one, or
+    # the entries meeting the other conditions read once and hashed
+    union = min(postings.reads, documents) if documents else postings.reads
+    if plans.entries_hashed(union * hot_share, estimate):
+        where = plans.among_entries(on_entries)
+        source = plans.postings(postings.statement)
+    else:
+        where = and_(*rest)
+        source = plans.postings_joined(postings.statement)
     if ids is not None:
         where = and_(plans.among_hot(hot.where(
             cid, [h for _, h in hot_pairs], ids=q("{}::integer[]", ids))),
             where)
     return plans.TextRelevance(
         where, plans.POSTINGS_SCORE, rid=plans.TEXT_RID, window=page,
-        source=plans.postings_joined(postings.statement))
+        source=source)
 
 
 def unique_lookup(qc):

@@ -26,6 +26,10 @@ The queries (words chosen from the site's vocabulary as level1 does):
   + filters + four types, a page of 10;
 * TB: a broad glob (three letters), a page of 20;
 * TT: two words + type + state, every match;
+* GE, GA, GS, GT, GF, GM, GW, GI, GR, GN: globs as Plone sends them
+  (a starred word, two starred words joined by AND, a word AND a glob),
+  alone, beside the anonymous filters, a type, a folder, ``is_folderish``
+  (not a hot index), and with the site root's path (plone.restapi);
 * O1: ``review_state=pending``, every match (many key sets: per-user roles);
 * O3: ``Subject``, any of three tags, every match;
 * O5: the site root's ``path``, every match (every entry);
@@ -81,6 +85,9 @@ def queries(plan):
                    portal_type=["Document", "News Item", "Event", "Folder"],
                    b_size=10),
         "GW": {"SearchableText": "%s AND %s*" % (w[29], w[40][:3]),
+               "b_size": 20},
+        # beside an index that is not hot (the entries are read)
+        "GI": {"SearchableText": w[40][:3] + "*", "is_folderish": False,
                "b_size": 20},
         # as plone.restapi's @search sends them: the site root's path
         # added, every match (it batches the answer itself)

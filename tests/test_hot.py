@@ -943,7 +943,9 @@ class TestTextRows(ManagerWithoutCache):
         # (plans.entries_hashed); the same answers as row by row
         union = "apple OR banana OR durian"
         hashed = {"ENTRY_LOOKUP_US": 1e9, "ENTRY_HASHED_US": 1.0}
+        # looked up: by the costs, or by a hash too big for memory
         looked_up = {"ENTRY_LOOKUP_US": 1.0, "ENTRY_HASHED_US": 1e9}
+        too_big = dict(hashed, HASHED_ROWS_MAX=0)
         for extra in ({"is_folderish": False},
                       {"is_folderish": False, "portal_type": "Document"},
                       {"is_folderish": False, "b_size": 2},
@@ -953,7 +955,7 @@ class TestTextRows(ManagerWithoutCache):
                                             100):
                 expected = self.full(query)
             self.assertTrue(expected)
-            for costs in (looked_up, hashed):
+            for costs in (looked_up, hashed, too_big):
                 with unittest.mock.patch.object(scoring, "ROW_SCORE_US",
                                                 1e9), \
                         unittest.mock.patch.multiple(plans, **costs):
@@ -967,7 +969,7 @@ class TestTextRows(ManagerWithoutCache):
                     continue
                 self.assertEqual(
                     ') tr JOIN "pgcatalog_entries" e' in search,
-                    costs is looked_up, (extra, costs))
+                    costs is not hashed, (extra, costs))
                 self.assertEqual(
                     'tr.rid IN (SELECT e.rid + 0 FROM "pgcatalog_entries" e'
                     in search, costs is hashed, (extra, costs))

@@ -26,10 +26,11 @@ The queries (words chosen from the site's vocabulary as level1 does):
   + filters + four types, a page of 10;
 * TB: a broad glob (three letters), a page of 20;
 * TT: two words + type + state, every match;
-* GE, GA, GS, GT, GF, GM, GW, GI, GR, GN: globs as Plone sends them
+* GE, GA, GS, GT, GF, GP, GM, GW, GI, GR, GN: globs as Plone sends them
   (a starred word, two starred words joined by AND, a word AND a glob),
-  alone, beside the anonymous filters, a type, a folder, ``is_folderish``
-  (not a hot index), and with the site root's path (plone.restapi);
+  alone, beside the anonymous filters, a type, a folder, a section,
+  ``is_folderish`` (not a hot index), and with the site root's path
+  (plone.restapi);
 * O1: ``review_state=pending``, every match (many key sets: per-user roles);
 * O3: ``Subject``, any of three tags, every match;
 * O5: the site root's ``path``, every match (every entry);
@@ -81,6 +82,9 @@ def queries(plan):
                "b_size": 20},
         "GF": {"SearchableText": w[40][:3] + "*",
                "path": plan.folder_paths[plan.levels[1][3]], "b_size": 20},
+        # in a top-level section, every match
+        "GP": {"SearchableText": w[40][:3] + "*",
+               "path": plan.folder_paths[plan.levels[0][0]]},
         "GM": dict(anonymous, SearchableText="%s* AND %s*" % (w[29], w[79]),
                    portal_type=["Document", "News Item", "Event", "Folder"],
                    b_size=10),

@@ -114,31 +114,92 @@ class TestIndexLifecycle(unittest.TestCase):
         self.assertEqual(pg_indexes(), before)
 
     def test_expression_indexes_have_planner_statistics(self):
-        # the catalog's B-trees are partial (one catalog's rows), and
-        # PostgreSQL's planner ignores a partial index's statistics: each
-        # expression index has a statistics object on the same expressions
-        for name, kind in (("foo", "FieldIndex"), ("bar", "KeywordIndex")):
+        # PostgreSQL's planner ignores a partial index's statistics: a
+        # DateIndex's B-tree (partial: one catalog's rows) has a statistics
+        # object on the same expressions; the indexes no stored value can
+        # fail are shared, over every row, with statistics of their own
+        # (ANALYZE right after their build), and no object: the planner
+        # loads every object of the table for each statement it plans
+        kinds = (("foo", "FieldIndex"), ("bar", "KeywordIndex"),
+                 ("baz", "DateIndex"), ("qux", "BooleanIndex"))
+        for name, kind in kinds:
             self.catalog.addIndex(name, kind)
         transaction.commit()
         self.assertTrue(ddl.wait_for_builds(60))
         wanted, made = statistics()
         self.assertTrue(wanted)
         self.assertEqual(made, set(wanted))
-        for name in ("foo", "bar"):
-            self.assertTrue(any("'%s'" % name in " ".join(expressions)
-                                for expressions in wanted.values()), name)
-        # and they go with their indexes
-        for name in ("foo", "bar"):
-            self.catalog.delIndex(name)
+        expressions = " ".join(" ".join(e) for e in wanted.values())
+        self.assertIn("'baz'", expressions)
+        for name in ("foo", "bar", "qux"):
+            self.assertNotIn("'%s'" % name, expressions)
+        cid = self.catalog._pgc_cid()
+        with db.get_pool().connection() as conn:
+            rows = conn.execute(
+                "SELECT r.name, r.pg_index, i.indpred IS NOT NULL, "
+                "(SELECT count(*) FROM pg_stats s WHERE s.tablename = "
+                "r.pg_index) FROM pgcatalog_indexes r JOIN pg_class c ON "
+                "c.relname = r.pg_index JOIN pg_index i ON i.indexrelid = "
+                "c.oid WHERE r.cid = %s AND r.name = ANY(%s)",
+                (cid, [name for name, _kind in kinds])).fetchall()
+        partial = {name: is_partial for name, _n, is_partial, _s in rows}
+        self.assertEqual(partial, {"foo": False, "bar": False,
+                                   "baz": True, "qux": False})
+        # the shared B-trees' expressions were analyzed with the build
+        for name, pg_index, is_partial, n_stats in rows:
+            if name in ("foo", "qux"):
+                self.assertGreater(n_stats, 0, name)
+        # and the objects go with their indexes
+        self.catalog.delIndex("baz")
         transaction.commit()
         wanted_after, made_after = statistics()
         self.assertEqual(made_after, set(wanted_after))
         self.assertLess(len(made_after), len(made))
-        # a database whose indexes were built without them gets them
+        # a database whose partial indexes were built without them gets
+        # them
         with db.get_pool().connection() as conn:
             conn.execute("DROP STATISTICS %s" % sorted(made_after)[0])
             db.ensure_statistics(conn)
         self.assertEqual(statistics()[1], made_after)
+        for name in ("foo", "bar", "qux"):
+            self.catalog.delIndex(name)
+        transaction.commit()
+
+    def test_value_btrees_are_shared_by_the_catalogs(self):
+        # one B-tree for every catalog with a FieldIndex of that name (no
+        # stored value can fail its expressions); dropped with the last
+        self.catalog.addIndex("shared_field", "FieldIndex",
+                              extra={"indexed_attrs": "Title"})
+        self.catalog.reindexIndex("shared_field", None)
+        other = PGCatalogTool("other_catalog")
+        self.portal._setObject("other_catalog", other)
+        other = self.portal.other_catalog
+        other.addIndex("shared_field", "FieldIndex",
+                       extra={"indexed_attrs": "Title"})
+        other.catalog_object(self.portal.doc, "/elsewhere/doc")
+        transaction.commit()
+        self.assertTrue(ddl.wait_for_builds(60))
+        with db.get_pool().connection() as conn:
+            names = {row[0] for row in conn.execute(
+                "SELECT pg_index FROM pgcatalog_indexes WHERE name = "
+                "'shared_field' AND cid = ANY(%s)",
+                ([self.catalog._pgc_cid(), other._pgc_cid()],)).fetchall()}
+        self.assertEqual(len(names), 1)
+        name = names.pop()
+        self.assertIn(name, pg_indexes())
+        # each catalog finds its own entries only
+        self.assertEqual(paths(self.catalog.unrestrictedSearchResults(
+            shared_field="Lifecycle")), ["/plone/doc"])
+        self.assertEqual(paths(other.unrestrictedSearchResults(
+            shared_field="Lifecycle")), ["/elsewhere/doc"])
+        self.catalog.delIndex("shared_field")
+        transaction.commit()
+        self.assertTrue(ddl.wait_for_builds(60))
+        self.assertIn(name, pg_indexes())       # the other catalog's
+        other.delIndex("shared_field")
+        self.portal._delObject("other_catalog")
+        transaction.commit()
+        self.assertNotIn(name, pg_indexes())
 
     def test_planner_estimates_an_index_value_from_the_whole_table(self):
         for n in range(40):

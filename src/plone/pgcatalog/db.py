@@ -169,21 +169,24 @@ def analyze(dsn):
                        exc_info=True)
 
 
-def ensure_statistics(conn):
+def ensure_statistics(conn, built=False):
     """The planner statistics of the expression indexes
     (:func:`plone.pgcatalog.schema.ensure_statistics`), filled at once
-    when some were made (a new index would otherwise be estimated blind
-    until autovacuum analyzes the table).  Best effort: the indexes work
-    without them, and the next call makes what is missing."""
+    when some were made or indexes were ``built`` (a new index would
+    otherwise be estimated blind until autovacuum analyzes the table: a
+    shared one has its expressions' statistics from ANALYZE itself).  Best
+    effort: the indexes work without them, and the next call makes what is
+    missing."""
     try:
         created = schema.ensure_statistics(conn)
-        if created:
+        if created or built:
             with conn.transaction():
                 # autovacuum, should it be analyzing, gives way to a waiter
                 conn.execute("SET LOCAL lock_timeout = 0")
                 run(conn, q("ANALYZE {}", ident(schema.ENTRIES)))
-            logger.info("planner statistics made for %d catalog index(es)",
-                        len(created))
+            if created:
+                logger.info("planner statistics made for %d catalog "
+                            "index(es)", len(created))
     except psycopg.Error:
         logger.warning("making the catalog indexes' planner statistics "
                        "failed", exc_info=True)

@@ -1,9 +1,10 @@
 """The PostgreSQL indexes behind a catalog's indexes: register, build, drop.
 
 An index kind says which PostgreSQL indexes it wants
-(``pgc_indexes()``: :class:`plone.pgcatalog.schema.IndexSpec`); B-trees are
-partial on one catalog's rows, GIN indexes shared by the catalogs that use
-the same name and kind.  ``pgcatalog_indexes`` records, per catalog and
+(``pgc_indexes()``: :class:`plone.pgcatalog.schema.IndexSpec`); those whose
+expressions no stored value can fail are shared by the catalogs that use
+the same name and kind, a DateIndex's B-tree is partial on one catalog's
+rows.  ``pgcatalog_indexes`` records, per catalog and
 index name, which PostgreSQL indexes it uses, so that:
 
 * ``addIndex`` registers them in its transaction, and they are built once
@@ -255,7 +256,7 @@ def build_now(dsn, statements):
                     continue
                 built.append(name)
         if built:
-            db.ensure_statistics(conn)
+            db.ensure_statistics(conn, built=True)
     return built
 
 

@@ -44,8 +44,10 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
                  "true" if value else "false")
 
     def pgc_indexes(self):
+        # the value's text: no stored value fails it (shared)
         return [IndexSpec("booltext",
-                          q("({})", self.pgc_text_sql(None)).ddl)]
+                          q("({})", self.pgc_text_sql(None)).ddl,
+                          shared=True)]
 
     def uniqueValues(self, name=None, withLengths=0):
         """Both values, as BooleanIndex gives them: the value it keeps in

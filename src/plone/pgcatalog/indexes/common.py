@@ -340,7 +340,8 @@ def sort_sql(index):
 
 def sort_index_spec(index):
     """The B-tree of :func:`sort_sql` (kind, prefix): bounded for any
-    string, however long (a 3,000-byte title commits)."""
+    string, however long (a 3,000-byte title commits).  Shared by the
+    catalogs (no stored value can fail it: schema.IndexSpec)."""
     return schema.IndexSpec("valuesort", q(
         "(({}), ({}))", sort_kind_sql(index, None),
-        prefix_of(index.pgc_text_sql(None))).ddl)
+        prefix_of(index.pgc_text_sql(None))).ddl, shared=True)

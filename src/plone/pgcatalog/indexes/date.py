@@ -165,4 +165,6 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
         return value
 
     def pgc_indexes(self):
+        # partial, one per catalog: another catalog's value under this name
+        # (another kind) could fail the cast (schema.IndexSpec)
         return [IndexSpec("datebigint", q("({})", self._pgc_expr(None)).ddl)]

@@ -114,8 +114,11 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
     def pgc_indexes(self):
         key = self.pgc_key_sql(None)
         return [
-            IndexSpec("daterecurring-first", q("(({} -> 0))", key).ddl),
-            IndexSpec("daterecurring-last", q("(({} -> -1))", key).ddl),
+            # ``->`` on any JSON value gives a value or NULL (shared)
+            IndexSpec("daterecurring-first", q("(({} -> 0))", key).ddl,
+                      shared=True),
+            IndexSpec("daterecurring-last", q("(({} -> -1))", key).ddl,
+                      shared=True),
             IndexSpec("daterecurring-gin",
                       q("USING gin ({} jsonb_path_ops)", key).ddl,
                       shared=True),

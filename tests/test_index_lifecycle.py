@@ -15,6 +15,7 @@
   CONCURRENTLY``); a failed build leaves no invalid index, and an invalid
   one is dropped and built again.
 """
+import threading
 import time
 import unittest
 
@@ -164,6 +165,37 @@ class TestIndexLifecycle(unittest.TestCase):
         for name in ("foo", "bar", "qux"):
             self.catalog.delIndex(name)
         transaction.commit()
+
+    def test_statistics_are_made_past_a_short_lock(self):
+        # an ANALYZE (autovacuum's) holds the table's SHARE UPDATE
+        # EXCLUSIVE lock: making a statistics object waits for it, longer
+        # than the catalog connections' lock timeout (200 ms)
+        _wanted, made = statistics()
+        self.assertTrue(made)         # Plone's DateIndexes' (partial)
+        missing = sorted(made)[0]
+        with db.get_pool().connection() as conn:
+            conn.execute("DROP STATISTICS %s" % missing)
+        held, done = threading.Event(), threading.Event()
+
+        def hold():
+            with psycopg.connect(get_dsn(), autocommit=True) as other:
+                with other.transaction():
+                    other.execute("LOCK TABLE pgcatalog_entries IN SHARE "
+                                  "UPDATE EXCLUSIVE MODE")
+                    held.set()
+                    time.sleep(0.8)
+                    done.set()      # (released at once)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        try:
+            self.assertTrue(held.wait(10))
+            with db.get_pool().connection() as conn:
+                db.ensure_statistics(conn)
+            self.assertTrue(done.is_set())
+        finally:
+            thread.join()
+        self.assertIn(missing, statistics()[1])
 
     def test_value_btrees_are_shared_by_the_catalogs(self):
         # one B-tree for every catalog with a FieldIndex of that name (no

@@ -206,6 +206,10 @@ _STATISTICS_SQL = """
       AND s.stxname LIKE 'pgcatalog\\_s\\_%%'"""
 
 
+#: how long making or dropping a statistics object waits for the table
+STATISTICS_LOCK_WAIT = "5s"
+
+
 def statistics_name(expressions):
     """The statistics object's name for an index's expressions."""
     digest = hashlib.sha1("\x00".join(expressions).encode("utf-8"))
@@ -220,6 +224,11 @@ def ensure_statistics(conn):
     the names created (they hold nothing until the next ANALYZE)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+        # CREATE/DROP STATISTICS wait for an ANALYZE of the table (they
+        # block no reader or writer): past the deadlock check, autovacuum's
+        # gives way; a manual one or an index build may take longer
+        conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+            sql.Literal(STATISTICS_LOCK_WAIT)), ())
         wanted = {}
         for _oid, expressions in conn.execute(
                 _EXPRESSION_INDEXES_SQL, ()).fetchall():

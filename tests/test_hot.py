@@ -790,6 +790,32 @@ class TestTextRows(ManagerWithoutCache):
         found = self.catalog.unrestrictedSearchResults(dict(query))
         return [(b.getPath(), b.data_record_score_) for b in found]
 
+    def test_the_first_brains_come_with_a_text_search(self):
+        # a search by relevance reads its first brains' metadata with the
+        # matches (the window a first brain read would fetch): rendering
+        # the first page sends nothing more, every match or a page
+        for query in ({"SearchableText": "apple"},
+                      {"SearchableText": "apple", "path": "/plone"},
+                      {"SearchableText": "apple", "b_size": 2},
+                      {"SearchableText": "apple", "b_size": 2, "b_start": 2},
+                      {"SearchableText": "apple cherry",
+                       "portal_type": "Document"}):
+            def render():
+                found = self.catalog.unrestrictedSearchResults(dict(query))
+                return [(b.getPath(), b.Title, b.data_record_score_)
+                        for b in found[:3]]
+            transaction.abort()     # a new transaction: nothing known
+            found, sent = statements(self.catalog, render)
+            # (the text statistics may be read first, once per snapshot)
+            reads = [t for t in sent if "pgcatalog_meta" in t]
+            self.assertEqual(len(reads), 1, (query, sent))
+            self.assertIs(reads[0], sent[-1], (query, sent))
+            self.assertIn("array_agg", reads[0])
+            self.assertTrue(found)
+            for path, title, _score in found:
+                self.assertEqual(
+                    title, self.portal.unrestrictedTraverse(path).Title())
+
     def test_same_answer_and_order_without_the_entries(self):
         for text in ("apple", "banana OR cherry", "apple AND NOT durian",
                      "cher*", "nothing", '"apple banana"', "apple cherry",

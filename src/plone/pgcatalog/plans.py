@@ -166,7 +166,7 @@ def _fetch(store, statement, prepare=False):
 SMALL_WITH_METADATA = 32
 
 
-def with_small_metadata(statement, columns, rids, paths=True):
+def with_small_metadata(statement, columns, rids, paths=True, first=None):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
     matches' rids) followed by, when there are no more than
     ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
@@ -179,7 +179,11 @@ def with_small_metadata(statement, columns, rids, paths=True):
     entries costs about 0.5 ms of planning (their expression indexes),
     which a generic plan pays once (a UID lookup with its brain: 0.8 ->
     0.24 ms), and an unprepared statement each time, as much as the window
-    of metadata it saves."""
+    of metadata it saves.
+
+    ``first``: the metadata of the first ``first`` rids of column ``rids``
+    however many there are (the window the first brain read would fetch:
+    an answer in an order known here, whose first page is rendered)."""
     names = join(", ", [ident("c%d" % n) for n in range(columns)])
     found = ident("c%d" % rids)
     if paths:
@@ -191,6 +195,10 @@ def with_small_metadata(statement, columns, rids, paths=True):
         columns, source = q("w.r, w.m"), q(
             "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
             "FROM {} WHERE m.rid", META)
+    if first is not None:
+        return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
+                 "ANY(s.{}[1:{}])) w ON true", columns, statement, names,
+                 source, found, literal(int(first)))
     return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
              "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
              statement, names, source, found, found,
@@ -474,22 +482,43 @@ def _scored(where, rank, source, rid):
 def _scored_page(scored, window):
     """One row: the number of matches, the page's rids and scores in
     relevance order, the best score of every match (what the scores are
-    normalized by); each match scored once (a materialized CTE)."""
-    return q(
+    normalized by); each match scored once (a materialized CTE).  A page
+    of up to ``PAGE_WITH_METADATA`` comes with its brains' metadata
+    (:func:`with_small_metadata`)."""
+    page = q(
         "WITH s AS MATERIALIZED ({}) SELECT (SELECT count(*) FROM s), "
         "array_agg(p.rid ORDER BY p.score DESC, p.rid DESC), "
         "array_agg(p.score ORDER BY p.score DESC, p.rid DESC), "
         "(SELECT max(s.score) FROM s) FROM (SELECT * FROM s ORDER BY "
         "s.score DESC, s.rid DESC LIMIT {} OFFSET {}) p",
         scored, window.b_size, window.b_start)
+    if window.b_size <= PAGE_WITH_METADATA:
+        return with_small_metadata(page, 4, 1, first=window.b_size)
+    return page
 
 
 def _page_answer(store, statement):
-    count, rids, raw, top = _fetch(store, statement)
+    row = _fetch(store, statement)
+    count, rids, raw, top = row[:4]
     rids = rids or []
     # normalized by the best score of every match, not of the page
     scores = Scores(dict(zip(rids, raw or [])), top or 0)
-    return Answer(rids, count, scores)
+    answer = Answer(rids, count, scores)
+    _keep_first_metadata(store, answer, row[4:])
+    return answer
+
+
+#: the first brains of an answer in relevance order come with its count:
+#: the window the first brain read would fetch (results.FIRST_WINDOW)
+FIRST_WITH_METADATA = 32
+
+
+def _keep_first_metadata(store, answer, columns):
+    """Keep the metadata read with the answer: ``columns``, the rids,
+    paths and metadata :func:`with_small_metadata` added (``first``), or
+    nothing."""
+    if len(columns) == 3 and columns[0]:
+        keep_small_metadata(store, answer, *columns)
 
 
 class TextRelevance(Plan):
@@ -519,16 +548,21 @@ class TextRelevance(Plan):
         if window is not None:
             self.statement = _scored_page(scored, window)
             return
-        self.statement = q(
+        # with the metadata of the first brains (their window)
+        self.statement = with_small_metadata(q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
-            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)
+            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER,
+            scored), 3, 1, first=FIRST_WITH_METADATA)
 
     def answer(self, store):
         if self.window is not None:
             return _page_answer(store, self.statement)
-        count, rids, raw = _fetch(store, self.statement)
+        row = _fetch(store, self.statement)
+        count, rids, raw = row[:3]
         ordered, scores = by_relevance(rids, raw)
-        return Answer(ordered, count, scores)
+        answer = Answer(ordered, count, scores)
+        _keep_first_metadata(store, answer, row[3:])
+        return answer
 
 
 class RelevancePage(Plan):

@@ -604,16 +604,21 @@ class UnlimitedSort(Plan):
                      keyed, ENTRIES, where)
 
         tie = tie_break(reverse)
-        self.statement = select(tie)
+        # with the metadata of the first brains (their window: a listing
+        # renders its first page)
+        self.statement = with_small_metadata(
+            select(tie), 3, 1, first=FIRST_WITH_METADATA)
         self.iterate_index = None
         self.ties = None
         if len(sort_indexes) == 1:
             self.iterate_index = sort_indexes[0]
             if tie is not RID:
-                self.ties = select(RID)
+                self.ties = with_small_metadata(
+                    select(RID), 3, 1, first=FIRST_WITH_METADATA)
 
     def answer(self, store):
-        rlen, rids, keyed = _fetch(store, self.statement)
+        row = _fetch(store, self.statement)
+        rlen, rids, keyed = row[:3]
         rids = rids or []
         count = keyed
         index = self.iterate_index
@@ -623,8 +628,11 @@ class UnlimitedSort(Plan):
             if size is not None and rlen > size * (rlen / 100 + 1):
                 count = rlen
                 if self.ties is not None and keyed > 1:
-                    rids = _fetch(store, self.ties)[1] or []
-        return Answer(rids, count)
+                    row = _fetch(store, self.ties)
+                    rids = row[1] or []
+        answer = Answer(rids, count)
+        _keep_first_metadata(store, answer, row[3:])
+        return answer
 
     @staticmethod
     def walkable_size(index, store):

@@ -16,6 +16,7 @@ from ZTUtils.Lazy import LazyCat
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
+from plone.pgcatalog import estimates
 from plone.pgcatalog import lazy
 from plone.pgcatalog import store as store_module
 from plone.pgcatalog.errors import AnswerLost
@@ -203,6 +204,7 @@ class TestLazyAnswers(LazyCase):
             # the statistics' number of hot rows: unknown or big, the
             # planner's estimate decides; well under WHOLE, no EXPLAIN
             store_module._hot_rows[dsn] = (time.monotonic(), hot_rows)
+            estimates.forget()
             found, sent = statements(self.catalog, lambda: self.search(
                 Subject="lazy"))
             self.assertTrue(rest_read(sent), sent)
@@ -220,6 +222,35 @@ class TestLazyAnswers(LazyCase):
             Subject="lazy"))
         self.assertFalse(rest_read(sent), sent)
         self.assertEqual(self.rids(found), expected)
+
+    def test_an_estimate_is_kept_a_while(self):
+        # the estimate only chooses how to read: kept by statement and
+        # values for estimates.TTL seconds, the same answer without it
+        for n in range(9):
+            self.portal.lz["d%d" % n].setSubject(["lazy"])
+            self.portal.lz["d%d" % n].reindexObject()
+        transaction.commit()
+        expected = self.whole(Subject="lazy")
+        dsn = self.catalog._pgc_session().dsn
+        self.addCleanup(store_module._hot_rows.pop, dsn, None)
+        store_module._hot_rows[dsn] = (time.monotonic(), None)
+        estimates.forget()
+
+        def explained(**query):
+            found, sent = statements(self.catalog,
+                                     lambda: self.search(**query))
+            self.assertEqual(self.rids(found), self.whole(**query))
+            return sum(text.startswith("EXPLAIN") for text in sent)
+
+        self.assertEqual(explained(Subject="lazy"), 1)
+        self.assertEqual(explained(Subject="lazy"), 0)
+        # other values: their own estimate
+        self.assertEqual(explained(Subject="other"), 1)
+        self.assertEqual(self.rids(self.search(Subject="lazy")), expected)
+        # past the time it is kept: asked again
+        self.addCleanup(setattr, estimates, "TTL", estimates.TTL)
+        estimates.TTL = 0
+        self.assertEqual(explained(Subject="lazy"), 1)
 
     def test_a_kept_count_chooses_whole_or_head_in_one_statement(self):
         # the key sets' counts give the number before any row is read:

@@ -166,7 +166,8 @@ def _fetch(store, statement, prepare=False):
 SMALL_WITH_METADATA = 32
 
 
-def with_small_metadata(statement, columns, rids, paths=True, first=None):
+def with_small_metadata(statement, columns, rids, paths=True, first=None,
+                        when=None):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
     matches' rids) followed by, when there are no more than
     ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
@@ -183,7 +184,9 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None):
 
     ``first``: the metadata of the first ``first`` rids of column ``rids``
     however many there are (the window the first brain read would fetch:
-    an answer in an order known here, whose first page is rendered)."""
+    an answer in an order known here, whose first page is rendered);
+    ``when``: only when this condition on the row's columns (``s.c0``...)
+    holds (the rids are then in the answer's order)."""
     names = join(", ", [ident("c%d" % n) for n in range(columns)])
     found = ident("c%d" % rids)
     if paths:
@@ -196,9 +199,12 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None):
             "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
             "FROM {} WHERE m.rid", META)
     if first is not None:
+        leading = q("s.{}[1:{}]", found, literal(int(first)))
+        if when is not None:
+            leading = q("CASE WHEN {} THEN {} END", when, leading)
         return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
-                 "ANY(s.{}[1:{}])) w ON true", columns, statement, names,
-                 source, found, literal(int(first)))
+                 "ANY({})) w ON true", columns, statement, names, source,
+                 leading)
     return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
              "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
              statement, names, source, found, found,
@@ -342,8 +348,10 @@ class EveryMatch(Plan):
         walk = q("ARRAY(SELECT {} FROM {} WHERE {} AND {} >= k.first ORDER "
                  "BY {} LIMIT {})", rid, source, keys_where, rid, rid,
                  literal(lazy.HEAD))
-        self.head = q("SELECT k.n, {} FROM ({}) k(n, first)", walk, head) \
-            if head is not None else None
+        # (with the metadata of the first brains: the head is in rid order)
+        self.head = with_small_metadata(
+            q("SELECT k.n, {} FROM ({}) k(n, first)", walk, head), 2, 1,
+            first=FIRST_WITH_METADATA) if head is not None else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
                           rid, source, keys_where) \
             if head is not None else None
@@ -352,11 +360,14 @@ class EveryMatch(Plan):
         #: statement (a CASE runs only the sub-select of its branch;
         #: ``whole_where``: ``where`` over the count's columns, the key
         #: sets' ids it found)
-        self.either = q(
+        #: (the head comes with its first brains' metadata; every rid,
+        #: unordered, without)
+        self.either = with_small_metadata(q(
             "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
             "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
             literal(lazy.WHOLE), rid, source, whole_where or where, walk,
-            head) \
+            head), 2, 1, first=FIRST_WITH_METADATA,
+            when=q("s.c0 > {}", literal(lazy.WHOLE))) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
@@ -397,16 +408,19 @@ class EveryMatch(Plan):
                 keep_small_metadata(store, answer, *small)
             return answer
         if self.either is not None:
-            count, rids = _fetch(store, self.either)
+            row = _fetch(store, self.either)
+            count, rids = row[:2]
             if count <= lazy.WHOLE:
                 # every rid, as the scan found them
                 rids.sort(reverse=self.descending)
                 return Answer(rids, len(rids))
         else:
-            count, rids = _fetch(store, self.head)
+            row = _fetch(store, self.head)
+            count, rids = row[:2]
         answer = Answer(rids, count)
         if count > len(rids):
             answer.rest = self.every
+        _keep_first_metadata(store, answer, row[2:])
         return answer
 
 

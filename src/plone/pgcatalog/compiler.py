@@ -106,7 +106,8 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
     lookup = window.b_size is None and not sort_indexes and not qc.ranks \
         and unique_lookup(qc)
     # the catalog's id spelled out for a prepared lookup: its generic plan
-    # can then use the catalog's partial indexes (``WHERE cid = N``)
+    # can then use a catalog's partial index (``WHERE cid = N``: a
+    # DateIndex's, and a value index's until pgc_sync_indexes shares it)
     conditions.insert(0, q("e.cid = {}", literal(int(store.cid)) if lookup
                            else store.cid))
     where = and_(*conditions)

@@ -285,6 +285,29 @@ class TestLazyAnswers(LazyCase):
             self.assertEqual(rids, expected)
             self.assertEqual(rest_read(sent), not read, (whole, sent))
 
+    def test_the_head_is_walked_once_with_its_metadata(self):
+        # the head's statement with its first brains' metadata: the walk
+        # (a LIMIT of the head) runs once, not again for the metadata
+        from plone.pgcatalog.compiler import compile_search
+        processQueue()
+        store = self.catalog._pgc_store()
+        lazy.WHOLE = -1
+        plan = compile_search(self.catalog._catalog,
+                              {"portal_type": "Document"}, store)
+        self.assertIsNotNone(plan.either)
+
+        def limits(node):
+            found = int(node["Node Type"] == "Limit"
+                        and node.get("Actual Loops", 0) > 0)
+            return found + sum(limits(n) for n in node.get("Plans", ()))
+
+        explained = store.execute(q("EXPLAIN (ANALYZE, FORMAT JSON) {}",
+                                    plan.either)).fetchone()[0]
+        self.assertEqual(limits(explained[0]["Plan"]), 1)
+        count, rids, meta_rids = store.execute(plan.either).fetchone()[:3]
+        self.assertEqual(count, 9)
+        self.assertEqual(sorted(meta_rids), sorted(rids)[:len(meta_rids)])
+
     def test_hot_rows_statistics_are_read_and_kept(self):
         dsn = self.catalog._pgc_session().dsn
         self.addCleanup(store_module._hot_rows.pop, dsn, None)

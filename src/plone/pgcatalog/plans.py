@@ -202,9 +202,12 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
         leading = q("s.{}[1:{}]", found, literal(int(first)))
         if when is not None:
             leading = q("CASE WHEN {} THEN {} END", when, leading)
-        return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
-                 "ANY({})) w ON true", columns, statement, names, source,
-                 leading)
+        # materialized: a statement whose row is no aggregate (a head's
+        # ``ARRAY(...)``) would be pulled up, its sub-selects run again
+        # for the join
+        return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM s "
+                 "LEFT JOIN LATERAL ({} = ANY({})) w ON true", names,
+                 statement, columns, source, leading)
     return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
              "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
              statement, names, source, found, found,

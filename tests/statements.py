@@ -17,3 +17,10 @@ def statements(catalog, func):
         return func(), sent
     finally:
         del session._run
+
+
+def search_part(text):
+    """A statement's text without the first brains' metadata some search
+    statements read after their own (plans.with_small_metadata): what the
+    search itself reads."""
+    return text.split(" LEFT JOIN LATERAL (SELECT array_agg(")[0]

@@ -36,6 +36,7 @@ from plone.pgcatalog import verifystore
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
+from statements import search_part
 from statements import statements
 
 
@@ -212,7 +213,7 @@ class TestHotKeys(ManagerWithoutCache):
 
     def reads_hot(self, query):
         _answer, sent = statements(self.catalog, lambda: self.answer(query))
-        return any("pgcatalog_hot" in text for text in sent)
+        return any("pgcatalog_hot" in search_part(text) for text in sent)
 
     def mismatches(self):
         """Entries whose hot row is not what their values say."""
@@ -790,15 +791,15 @@ class TestTextRows(ManagerWithoutCache):
         found = self.catalog.unrestrictedSearchResults(dict(query))
         return [(b.getPath(), b.data_record_score_) for b in found]
 
-    def test_the_first_brains_come_with_a_text_search(self):
-        # a search by relevance reads its first brains' metadata with the
-        # matches (the window a first brain read would fetch): rendering
-        # the first page sends nothing more, every match or a page
-        for query in ({"SearchableText": "apple"},
-                      {"SearchableText": "apple", "path": "/plone"},
-                      {"SearchableText": "apple", "b_size": 2},
+    def test_a_page_by_relevance_comes_with_its_brains(self):
+        # a page of a search by relevance reads its brains' metadata with
+        # the matches: rendering it sends nothing more (every match: the
+        # first window is read when a brain is, plans.TextRelevance)
+        for query in ({"SearchableText": "apple", "b_size": 2},
                       {"SearchableText": "apple", "b_size": 2, "b_start": 2},
-                      {"SearchableText": "apple cherry",
+                      {"SearchableText": "apple", "path": "/plone",
+                       "b_size": 3},
+                      {"SearchableText": "apple cherry", "b_size": 3,
                        "portal_type": "Document"}):
             def render():
                 found = self.catalog.unrestrictedSearchResults(dict(query))

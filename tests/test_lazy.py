@@ -23,6 +23,7 @@ from plone.pgcatalog.errors import AnswerLost
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.errors import CatalogStatementError
 
+from statements import search_part
 from statements import statements
 from test_hot import ManagerWithoutCache
 
@@ -33,8 +34,7 @@ def rest_read(sent):
     only when they are few, seen by what is read afterwards; the first
     brains' metadata a statement reads after its own, with ``array_agg``
     too, is no such read)."""
-    return any("array_agg" in text.split(" LEFT JOIN LATERAL (SELECT ")[0]
-               for text in sent)
+    return any("array_agg" in search_part(text) for text in sent)
 
 
 class LazyCase(ManagerWithoutCache):

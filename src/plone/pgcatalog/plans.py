@@ -167,7 +167,7 @@ SMALL_WITH_METADATA = 32
 
 
 def with_small_metadata(statement, columns, rids, paths=True, first=None,
-                        when=None):
+                        when=None, fence=False):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
     matches' rids) followed by, when there are no more than
     ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
@@ -186,7 +186,11 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
     however many there are (the window the first brain read would fetch:
     an answer in an order known here, whose first page is rendered);
     ``when``: only when this condition on the row's columns (``s.c0``...)
-    holds (the rids are then in the answer's order)."""
+    holds (the rids are then in the answer's order).  ``fence``: the
+    statement is materialized first (a row that is no aggregate, such as
+    a head's ``ARRAY(...)``, would be pulled up into the join and its
+    sub-selects run again; an aggregate's is not, and materializing its
+    arrays would cost more than the join)."""
     names = join(", ", [ident("c%d" % n) for n in range(columns)])
     found = ident("c%d" % rids)
     if paths:
@@ -199,15 +203,25 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
             "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
             "FROM {} WHERE m.rid", META)
     if first is not None:
+        # the paths from the hot rows (narrow, planned in little time:
+        # the entries' expression indexes cost about 0.3 ms of planning
+        # and their rows a visit); a match without a hot row (no hot key)
+        # is left to the window its brain reads
+        columns, source = q("w.r, w.p, w.m"), q(
+            "SELECT array_agg(hr.rid) AS r, array_agg(hr.path) AS p, "
+            "array_agg(m.meta::text) AS m FROM {} hr LEFT JOIN {} ON "
+            "m.rid = hr.rid WHERE hr.path IS NOT NULL AND hr.rid",
+            ident(schema.HOT), META)
         leading = q("s.{}[1:{}]", found, literal(int(first)))
         if when is not None:
             leading = q("CASE WHEN {} THEN {} END", when, leading)
-        # materialized: a statement whose row is no aggregate (a head's
-        # ``ARRAY(...)``) would be pulled up, its sub-selects run again
-        # for the join
-        return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM s "
-                 "LEFT JOIN LATERAL ({} = ANY({})) w ON true", names,
-                 statement, columns, source, leading)
+        if fence:
+            return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM "
+                     "s LEFT JOIN LATERAL ({} = ANY({})) w ON true", names,
+                     statement, columns, source, leading)
+        return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
+                 "ANY({})) w ON true", columns, statement, names, source,
+                 leading)
     return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
              "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
              statement, names, source, found, found,
@@ -354,7 +368,8 @@ class EveryMatch(Plan):
         # (with the metadata of the first brains: the head is in rid order)
         self.head = with_small_metadata(
             q("SELECT k.n, {} FROM ({}) k(n, first)", walk, head), 2, 1,
-            first=FIRST_WITH_METADATA) if head is not None else None
+            first=FIRST_WITH_METADATA, fence=True) \
+            if head is not None else None
         self.estimate = q("EXPLAIN (FORMAT JSON) SELECT {} FROM {} WHERE {}",
                           rid, source, keys_where) \
             if head is not None else None
@@ -369,7 +384,7 @@ class EveryMatch(Plan):
             "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
             "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
             literal(lazy.WHOLE), rid, source, whole_where or where, walk,
-            head), 2, 1, first=FIRST_WITH_METADATA,
+            head), 2, 1, first=FIRST_WITH_METADATA, fence=True,
             when=q("s.c0 > {}", literal(lazy.WHOLE))) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
@@ -547,11 +562,12 @@ class TextRelevance(Plan):
         if window is not None:
             self.statement = _scored_page(scored, window)
             return
-        # with the metadata of the first brains (their window)
-        self.statement = with_small_metadata(q(
+        # (no first brains' metadata here: joined to this statement, it
+        # cost about as much as the window a first brain read fetches,
+        # 0.8-0.9 ms at 100,000 entries, and a count would pay it)
+        self.statement = q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
-            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER,
-            scored), 3, 1, first=FIRST_WITH_METADATA)
+            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)
 
     def answer(self, store):
         if self.window is not None:

@@ -522,8 +522,9 @@ def _page_answer(store, statement):
     return answer
 
 
-#: the first brains of an answer in relevance order come with its count:
-#: the window the first brain read would fetch (results.FIRST_WINDOW)
+#: the first brains of a head, and of every match sorted in PostgreSQL,
+#: come with the answer: the window a first brain read would fetch
+#: (results.FIRST_WINDOW)
 FIRST_WITH_METADATA = 32
 
 

@@ -182,9 +182,10 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
     0.24 ms), and an unprepared statement each time, as much as the window
     of metadata it saves.
 
-    ``first``: the metadata of the first ``first`` rids of column ``rids``
-    however many there are (the window the first brain read would fetch:
-    an answer in an order known here, whose first page is rendered);
+    ``first``: the paths and metadata of the first ``first`` rids of
+    column ``rids`` however many there are (the window the first brain
+    read would fetch: an answer in an order known here, whose first page
+    is rendered; the paths from the hot rows, whatever ``paths`` says);
     ``when``: only when this condition on the row's columns (``s.c0``...)
     holds (the rids are then in the answer's order).  ``fence``: the
     statement is materialized first (a row that is no aggregate, such as
@@ -193,15 +194,6 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
     arrays would cost more than the join)."""
     names = join(", ", [ident("c%d" % n) for n in range(columns)])
     found = ident("c%d" % rids)
-    if paths:
-        columns, source = q("w.r, w.p, w.m"), q(
-            "SELECT array_agg(e.rid) AS r, array_agg(e.path) AS p, "
-            "array_agg(m.meta::text) AS m FROM {} LEFT JOIN {} ON m.rid = "
-            "e.rid WHERE e.rid", ENTRIES, META)
-    else:
-        columns, source = q("w.r, w.m"), q(
-            "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS m "
-            "FROM {} WHERE m.rid", META)
     if first is not None:
         # the paths from the hot rows (narrow, planned in little time:
         # the entries' expression indexes cost about 0.3 ms of planning
@@ -212,20 +204,28 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
             "array_agg(m.meta::text) AS m FROM {} hr LEFT JOIN {} ON "
             "m.rid = hr.rid WHERE hr.path IS NOT NULL AND hr.rid",
             ident(schema.HOT), META)
-        leading = q("s.{}[1:{}]", found, literal(int(first)))
+        wanted = q("s.{}[1:{}]", found, literal(int(first)))
         if when is not None:
-            leading = q("CASE WHEN {} THEN {} END", when, leading)
-        if fence:
-            return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM "
-                     "s LEFT JOIN LATERAL ({} = ANY({})) w ON true", names,
-                     statement, columns, source, leading)
-        return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
-                 "ANY({})) w ON true", columns, statement, names, source,
-                 leading)
-    return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = "
-             "ANY(s.{}) AND cardinality(s.{}) <= {}) w ON true", columns,
-             statement, names, source, found, found,
-             literal(SMALL_WITH_METADATA))
+            wanted = q("CASE WHEN {} THEN {} END", when, wanted)
+        wanted = q("ANY({})", wanted)
+    else:
+        if paths:
+            columns, source = q("w.r, w.p, w.m"), q(
+                "SELECT array_agg(e.rid) AS r, array_agg(e.path) AS p, "
+                "array_agg(m.meta::text) AS m FROM {} LEFT JOIN {} ON "
+                "m.rid = e.rid WHERE e.rid", ENTRIES, META)
+        else:
+            columns, source = q("w.r, w.m"), q(
+                "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS "
+                "m FROM {} WHERE m.rid", META)
+        wanted = q("ANY(s.{}) AND cardinality(s.{}) <= {}", found, found,
+                   literal(SMALL_WITH_METADATA))
+    if fence:
+        return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM s "
+                 "LEFT JOIN LATERAL ({} = {}) w ON true", names, statement,
+                 columns, source, wanted)
+    return q("SELECT s.*, {} FROM ({}) s({}) LEFT JOIN LATERAL ({} = {}) w "
+             "ON true", columns, statement, names, source, wanted)
 
 
 def keep_small_metadata(store, answer, rids, paths, metas):
@@ -565,7 +565,7 @@ class TextRelevance(Plan):
             return
         # (no first brains' metadata here: joined to this statement, it
         # cost about as much as the window a first brain read fetches,
-        # 0.8-0.9 ms at 100,000 entries, and a count would pay it)
+        # 0.8-1.0 ms at 100,000 entries, and a count would pay it)
         self.statement = q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
             "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)

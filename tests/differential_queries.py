@@ -973,6 +973,12 @@ def model_sorted(query, keys, full):
 #: ZCatalog TypeErrors that are BTree comparisons of incomparable values
 TYPE_ERRORS = ("not supported between instances of",
                "unsupported operand type(s) for -: 'NoneType' and 'int'")
+#: ZCatalog TypeErrors that end a search before its other indexes are read:
+#: those above, and DateRangeIndex given a ``datetime.date`` (pgcatalog
+#: raises it too, but may meet another index's invalid option first)
+STOPPING_ERRORS = TYPE_ERRORS + (
+    "int() argument must be a string, a bytes-like object or a real "
+    "number, not 'datetime.date'",)
 
 
 def documented(query, zc, pg, keys, ref_run):
@@ -990,7 +996,7 @@ def documented(query, zc, pg, keys, ref_run):
         return "ZCatalog TypeError on incomparable query values"
     zc_stopped = (zc.error is None and not zc.paths) or (
         isinstance(zc.error, TypeError)
-        and any(t in str(zc.error) for t in TYPE_ERRORS))
+        and any(t in str(zc.error) for t in STOPPING_ERRORS))
     if pg.error is not None and zc_stopped:
         # pgcatalog checks every index's options; ZCatalog stops at the
         # first empty intermediate result (or crashes on an earlier index,

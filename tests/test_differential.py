@@ -87,7 +87,12 @@ import differential_content as content  # noqa: E402
 import differential_queries as queries  # noqa: E402
 
 
-QUERY_SEED = 4711
+#: the seeds of the queries and of the content; other seeds explore other
+#: queries over other content (``DIFFERENTIAL_QUERY_SEED=7
+#: DIFFERENTIAL_CONTENT_SEED=7007 python -m pytest tests/test_differential.py``)
+QUERY_SEED = int(os.environ.get("DIFFERENTIAL_QUERY_SEED") or 4711)
+CONTENT_SEED = int(os.environ.get("DIFFERENTIAL_CONTENT_SEED")
+                   or content.SEED)
 #: queries generated per category (asserted: the project note quotes them)
 EXPECTED_COUNTS = {
     "field": 450, "keyword": 380, "date": 380, "daterange": 120,
@@ -114,7 +119,7 @@ class DifferentialFixture(CatalogStateLayerMixin, PloneSandboxLayer):
         for user in content.USERS:
             portal.acl_users.userFolderAddUser(user, "secret", ["Member"],
                                                [])
-        content.build_content(portal)
+        content.build_content(portal, seed=CONTENT_SEED)
         content.build_reference(portal)
         setRoles(portal, TEST_USER_ID, ["Member"])
         logout()

@@ -2,8 +2,10 @@
 import collections
 import datetime
 import decimal
+import json
 import math
 import pickle
+import random
 import zoneinfo
 
 import orjson
@@ -437,3 +439,72 @@ def test_datetime_short_form():
     full = DateTime(2022, 1, 8, 6, 4, 0.5, "Europe/Vienna")
     assert list(codec.encode(full)) == ["@pgc:DT"]
     assert same(codec.loads(codec.dumps(full)), full)
+
+
+def test_datetime_compact_form_in_metadata():
+    """In a metadata record a DateTime of a one-offset zone is written as
+    its pickled state only (the micros alone for UTC) and read back as the
+    ZODB gives it back: its slots computed again as ``__setstate__`` does.
+    A named zone (its offset costs a pytz look-up to read again) or a
+    numeric one keeps the short form; ``encode`` (index values) too."""
+    for value, form in (
+            (DateTime(1641930360.0, "UTC"), 1641930360000000),
+            (DateTime("2022-01-08T06:04:00+00:00"),
+             [1641621840000000, "GMT+0"]),
+            (DateTime(1641930360.123456, "GMT+2"),
+             [1641930360123456, "GMT+2"]),
+            (DateTime("2021/01/01 10:00 GMT+1"), [1609491600000000, "GMT+1"]),
+            (pickle.loads(pickle.dumps(DateTime(1641930360.0, "UTC"))),
+             1641930360000000)):
+        record = json.loads(codec.encode_meta({"d": value}))
+        assert record[1] == {"@pgc:T": form}
+        short = orjson.dumps(codec.encode(value))
+        assert list(codec.encode(value)) == ["@pgc:D"]
+        assert len(short) - len(orjson.dumps(record[1])) >= 20
+        back = codec.decode_meta(record)["d"]
+        assert same(back, value)
+        # the ZODB's copy of it, slot for slot (types included)
+        zodb = pickle.loads(pickle.dumps(value))
+        for name in DateTime.__slots__:
+            assert type(getattr(back, name)) is type(getattr(zodb, name))
+            assert getattr(back, name) == getattr(zodb, name)
+    naive = DateTime("2021-03-04 10:11")
+    assert naive.timezoneNaive()
+    record = json.loads(codec.encode_meta({"d": naive}))
+    if naive._tz in codec._fixed_offsets:  # the machine's zone has one offset
+        assert record[1] == {"@pgc:T": [naive._micros, naive._tz, True]}
+    back = codec.decode_meta(record)["d"]
+    assert same(back, naive) and back.timezoneNaive()
+    for value in (DateTime("2021/03/04 10:11:12.123456 Europe/Vienna"),
+                  DateTime("2010/10/10 10:10 +0130"),
+                  DateTime(2022, 1, 8, 6, 4, 0.5, "Europe/Vienna")):
+        record = json.loads(codec.encode_meta({"d": value}))
+        assert list(record[1]) != ["@pgc:T"]
+        assert same(codec.decode_meta(record)["d"], value)
+
+
+def test_datetime_compact_form_is_setstate():
+    """The compact form's DateTime is ``DateTime.__setstate__``'s, slot for
+    slot and type for type, over dates from year 1 to 9999 in one-offset
+    zones (a DateTime version computing otherwise fails here)."""
+    rng = random.Random(7)
+    zones = ["UTC", "GMT", "GMT+1", "GMT-11", "GMT+13", "gmt+2"]
+    for i in range(3000):
+        micros = rng.randint(-62135596800000000, 253402300799999999)
+        if i % 3 == 0:
+            micros -= micros % 60000000  # whole minutes
+        state = (micros, rng.random() < 0.2, rng.choice(zones))
+        ours = codec._dt_from_state(*state)
+        theirs = DateTime.__new__(DateTime)
+        theirs.__setstate__(state)
+        for name in DateTime.__slots__:
+            a, b = getattr(ours, name), getattr(theirs, name)
+            assert type(a) is type(b) and a == b, (state, name, a, b)
+
+
+@pytest.mark.parametrize("value", [
+    "x", [], [1], [1, 2], ["1", "UTC"], [1.5, "UTC"], [1, "UTC", 1, 2],
+    [1, "Nowhere/Else"], {"a": 1}, None, True])
+def test_datetime_compact_form_rejects_other_shapes(value):
+    with pytest.raises(ValueError):
+        codec.decode({"@pgc:T": value})

@@ -33,6 +33,7 @@ import base64
 import datetime
 import decimal
 import hashlib
+import math
 import pickle
 
 import orjson
@@ -74,6 +75,29 @@ except ImportError:  # pragma: no cover - another DateTime version
     _calcSD = None
 if _calcSD is None or _DT_DERIVED[-2:] != ("_d", "time"):
     _DT_SHORT = None  # pragma: no cover
+# The compact form (``@pgc:T``, metadata only): what DateTime pickles, its
+# micros and zone (the micros alone for UTC), every other slot computed
+# again when read, as ``DateTime.__setstate__`` computes them (what the
+# ZODB gives back of a DateTime, so what a ZCatalog brain holds once its
+# record was loaded), with DateTime's own functions.  Used for a zone of
+# one offset (UTC, GMT+1, ...: a named zone's offset costs 10 us to read
+# again) when the slots computed equal the object's (else the short form):
+# 36 bytes less per UTC DateTime than the short form, about 180 per entry
+# of level1's metadata.  The one difference from the object indexed is
+# ZODB's: the whole ``second()`` of a DateTime parsed from a string comes
+# back as a float (0.0, not 0), as after a pickle round trip.
+try:
+    from DateTime.DateTime import _calcDependentSecond
+    from DateTime.DateTime import _calcYMDHMS
+    from DateTime.DateTime import _julianday
+    from DateTime.DateTime import _TZINFO
+    from DateTime.DateTime import _tzoffset
+    from DateTime.DateTime import EPOCH as _EPOCH
+    import pytz as _pytz
+    _ZONES = _TZINFO._zmap
+    _EPOCH_SECONDS = int(_EPOCH)
+except (ImportError, AttributeError):  # pragma: no cover - another DateTime
+    _ZONES = None
 
 
 # -- encoding ---------------------------------------------------------------
@@ -155,6 +179,78 @@ def _enc_DateTime(v):
             return {TAG + "D": state}
         state.extend(encode(getattr(v, name)) for name in _DT_DERIVED)
     return {TAG + "DT": state}
+
+
+def _dt_from_state(micros, naive, tz):
+    """The DateTime of state ``(micros, naive, tz)``, its slots computed as
+    ``DateTime.__setstate__`` computes them (its ``_parse_args`` for
+    seconds and a zone name), or None for a zone DateTime's table does not
+    name (a numeric one)."""
+    zone = _ZONES.get(tz.lower())
+    if zone is None:
+        return None
+    t = micros / 1000000.
+    floor = math.floor(t)
+    offset = _fixed_offsets.get(zone)
+    if offset is None:
+        offset = _zone_offset(zone, t)
+    yr, mo, dy, hr, mn, sc = _calcYMDHMS(
+        offset + int(floor) + _EPOCH_SECONDS - 86400, t - floor)
+    sc = round(sc, 6)
+    if sc >= 60.0:
+        sc = 59.999999
+    dt = _new_DateTime(DateTime)
+    set_ = _setattr
+    set_(dt, "_dayoffset", int((_julianday(yr, mo, dy) + 2) % 7))
+    set_(dt, "_nearsec", math.floor(sc))
+    set_(dt, "_year", yr)
+    set_(dt, "_month", mo)
+    set_(dt, "_day", dy)
+    set_(dt, "_hour", hr)
+    set_(dt, "_minute", mn)
+    set_(dt, "_second", sc)
+    dt.time, dt._d = _calcSD(t)
+    set_(dt, "_tz", zone)
+    set_(dt, "_micros", micros)
+    set_(dt, "_timezone_naive", naive)
+    return dt
+
+
+#: the offsets of the zones that have one offset (UTC, GMT+1, ...)
+_fixed_offsets = {}
+
+
+def _zone_offset(zone, t):
+    """DateTime's offset of ``zone`` at ``t`` (``_tzoffset``), kept for a
+    zone of one offset."""
+    try:
+        tzinfo = _TZINFO[zone].tzinfo
+    except Exception:  # noqa: B902 - as DateTime's _tzoffset
+        tzinfo = None
+    offset = _tzoffset(zone, t)
+    if tzinfo is _pytz.utc or isinstance(tzinfo, _pytz.tzinfo.StaticTzInfo):
+        _fixed_offsets[zone] = offset
+    return offset
+
+
+def _enc_DateTime_meta(v):
+    """A DateTime of a metadata column: the compact form when its zone has
+    one offset (UTC, GMT+1, ...) and its slots computed again equal its
+    own, else :func:`encode`'s."""
+    if type(v) is DateTime and _DT_FAST and _ZONES is not None:
+        # the state as pickled (a DateTime made from a string may lack
+        # ``_timezone_naive``: False, as ``__getstate__`` says)
+        micros, naive, tz = v.__getstate__()
+        if type(micros) is int and type(naive) is bool and type(tz) is str:
+            back = _dt_from_state(micros, naive, tz)
+            if back is not None and back._tz == tz and \
+                    tz in _fixed_offsets and all(
+                        getattr(back, name) == getattr(v, name)
+                        for name in _DT_DERIVED):
+                if naive:
+                    return {TAG + "T": [micros, tz, True]}
+                return {TAG + "T": micros if tz == "UTC" else [micros, tz]}
+    return encode(v)
 
 
 def _simple_tz(tz):
@@ -316,6 +412,8 @@ def encode_meta(record, unpicklable=None):
             append(_enc_str(value) if _str_needs_tag(value) else value)
         elif value is MV:
             append(_MISSING)
+        elif t is DateTime:
+            append(_enc_DateTime_meta(value))
         elif unpicklable is None:
             append(encode(value))
         else:
@@ -396,6 +494,26 @@ def _dec_DateTime_short(v):
     return dt
 
 
+def _dec_DateTime_compact(v):
+    if type(v) is int:
+        micros, tz, naive = v, "UTC", False
+    elif type(v) is list and len(v) in (2, 3):
+        micros, tz = v[0], v[1]
+        naive = len(v) == 3 and v[2] is True
+    else:
+        raise ValueError("not a compact DateTime: %r" % (v,))
+    if type(micros) is not int or type(tz) is not str:
+        raise ValueError("not a compact DateTime: %r" % (v,))
+    if _ZONES is None:  # pragma: no cover - another DateTime version
+        dt = _new_DateTime(DateTime)
+        dt.__setstate__((micros, naive, tz))
+        return dt
+    dt = _dt_from_state(micros, naive, tz)
+    if dt is None:
+        raise ValueError("not a compact DateTime: unknown zone %r" % tz)
+    return dt
+
+
 def _dec_datetime(v):
     dt = datetime.datetime.fromisoformat(v[0])
     if len(v) > 1 and v[1]:
@@ -445,6 +563,7 @@ _DECODERS = {
     TAG + "b": _dec_bytes,
     TAG + "DT": _dec_DateTime,
     TAG + "D": _dec_DateTime_short,
+    TAG + "T": _dec_DateTime_compact,
     TAG + "dt": _dec_datetime,
     TAG + "date": _dec_date,
     TAG + "time": _dec_time,

@@ -16,6 +16,7 @@ from Products.ZCatalog.interfaces import IZCatalog
 from zope.component import getUtility
 from ZTUtils.Lazy import LazyMap
 
+from plone.pgcatalog.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
@@ -235,6 +236,47 @@ class TestTransactions(unittest.TestCase):
         transaction.abort()
         self.assertEqual(len(self.catalog(id="dropped")), 0)
         self.assertEqual(len(self.catalog(id="kept")), 1)
+
+    def test_an_unchanged_reindex_writes_no_row(self):
+        # Plone reindexes many objects whose values did not change: the
+        # entry, its metadata and its text rows are left as they are (no
+        # new row version, no index entries), a changed one is written
+        self.portal.invokeFactory("Document", "same", title="Same words",
+                                  description="A description")
+        transaction.commit()
+        doc = self.portal.same
+        uid = "/".join(doc.getPhysicalPath())
+
+        def versions():
+            store = self.catalog._pgc_store()
+            row = store.execute(q(
+                "SELECT e.xmin::text, (SELECT m.xmin::text FROM "
+                "pgcatalog_meta m WHERE m.rid = e.rid), ARRAY(SELECT "
+                "t.name || ':' || t.xmin::text FROM pgcatalog_text t WHERE "
+                "t.rid = e.rid ORDER BY t.name) FROM pgcatalog_entries e "
+                "WHERE e.path = {}", uid)).fetchone()
+            transaction.abort()
+            return row
+
+        before = versions()
+        self.assertEqual(len(before[2]), 3)  # SearchableText, Title, ...
+        self.catalog.catalog_object(doc, uid)
+        doc.reindexObject(idxs=["Title", "SearchableText", "Subject"])
+        transaction.commit()
+        self.assertEqual(versions(), before)
+        doc.setTitle("Other words")
+        doc.reindexObject(idxs=["Title", "SearchableText",
+                                "sortable_title"])
+        transaction.commit()
+        after = versions()
+        self.assertNotEqual(after[0], before[0])
+        self.assertNotEqual(after[1], before[1])
+        changed = {n.split(":")[0] for n in set(after[2]) - set(before[2])}
+        self.assertEqual(changed, {"SearchableText", "Title"})
+        self.assertEqual(paths(self.catalog(Title="other")), [uid])
+        self.assertEqual(paths(self.catalog(Title="same")), [])
+        self.assertEqual(self.catalog(UID=doc.UID())[0].Title,
+                         "Other words")
 
     def test_brain_kept_beyond_its_transaction_asks_the_catalog(self):
         # a brain carries its path for its own transaction only: later,

@@ -247,45 +247,59 @@ def upsert_statement(cid, path, op):
     (its whole index document, or a patch of it), then in the same
     statement its metadata and text rows (CTEs reading the entry's rid).
     Its text depends only on the shape of ``op``, so psycopg prepares each
-    shape once per connection."""
+    shape once per connection.
+
+    A row that would be written as it is is left alone (``WHERE ... IS
+    DISTINCT FROM``): Plone reindexes many objects whose values did not
+    change, and such a write made a new version of the row (and of the
+    entry's, of its every index but for a HOT update).  The entry's rid
+    then comes from the row as it stands (``r``)."""
     parent, depth = split_path(path)
     values = q("({}, {}, {}, {}, {}::jsonb)", cid, path, parent, depth,
                orjson.dumps(op.idx_set).decode("utf-8"))
     if op.full:
-        change = q("idx = EXCLUDED.idx")
+        new = q("EXCLUDED.idx")
     else:
-        change = q("idx = (x.idx || EXCLUDED.idx) - {}::text[]",
-                   list(op.idx_remove))
+        new = q("((x.idx || EXCLUDED.idx) - {}::text[])",
+                list(op.idx_remove))
+    # as text: jsonb's equality takes 1 for 1.0, which must be written
     ctes = [q("e AS (INSERT INTO {} AS x (cid, path, parent, depth, idx) "
-              "VALUES {} ON CONFLICT (cid, path) DO UPDATE SET {} "
-              "RETURNING rid)", ENTRIES, values, change)]
+              "VALUES {} ON CONFLICT (cid, path) DO UPDATE SET idx = {} "
+              "WHERE x.idx::text IS DISTINCT FROM ({})::text RETURNING rid)",
+              ENTRIES, values, new, new),
+            q("r AS (SELECT rid FROM e UNION ALL SELECT x.rid FROM {} x "
+              "WHERE x.cid = {} AND x.path = {} AND NOT EXISTS (SELECT 1 "
+              "FROM e))", ENTRIES, cid, path)]
     if op.meta is not None:
-        ctes.append(q("m AS (INSERT INTO {} (rid, meta) SELECT rid, "
-                      "{}::json FROM e ON CONFLICT (rid) DO UPDATE SET "
-                      "meta = EXCLUDED.meta)", META, op.meta))
+        ctes.append(q("m AS (INSERT INTO {} AS y (rid, meta) SELECT rid, "
+                      "{}::json FROM r ON CONFLICT (rid) DO UPDATE SET "
+                      "meta = EXCLUDED.meta WHERE y.meta::text IS DISTINCT "
+                      "FROM EXCLUDED.meta::text)", META, op.meta))
     if op.full:
         # a full reindex: the text rows of the other text indexes go
-        ctes.append(q("td AS (DELETE FROM {} t USING e WHERE t.rid = e.rid "
+        ctes.append(q("td AS (DELETE FROM {} t USING r WHERE t.rid = r.rid "
                       "AND NOT (t.name = ANY({}::text[])))", TEXT,
                       list(op.text_set)))
     elif op.text_remove:
-        ctes.append(q("td AS (DELETE FROM {} t USING e WHERE t.rid = e.rid "
+        ctes.append(q("td AS (DELETE FROM {} t USING r WHERE t.rid = r.rid "
                       "AND t.name = ANY({}::text[]))", TEXT,
                       list(op.text_remove)))
     if op.text_set:
         names = list(op.text_set)
         texts = [op.text_set[name] for name in names]
         ctes.append(q(
-            "ti AS (INSERT INTO {} (rid, cid, name, tsv, dl, tf) SELECT "
-            "e.rid, {}, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb FROM e, "
+            "ti AS (INSERT INTO {} AS t (rid, cid, name, tsv, dl, tf) SELECT "
+            "r.rid, {}, v.name, v.tsv::tsvector, v.dl, v.tf::jsonb FROM r, "
             "unnest({}::text[], {}::text[], {}::int[], {}::text[]) AS "
             "v(name, tsv, dl, tf) ON CONFLICT (rid, name) DO UPDATE SET "
-            "tsv = EXCLUDED.tsv, dl = EXCLUDED.dl, tf = EXCLUDED.tf)", TEXT,
+            "tsv = EXCLUDED.tsv, dl = EXCLUDED.dl, tf = EXCLUDED.tf WHERE "
+            "(t.tsv, t.dl, t.tf::text) IS DISTINCT FROM (EXCLUDED.tsv, "
+            "EXCLUDED.dl, EXCLUDED.tf::text))", TEXT,
             cid, names, [str(v) for v in texts],
             [getattr(v, "dl", None) for v in texts],
             [None if getattr(v, "tf", None) is None
              else orjson.dumps(v.tf).decode("utf-8") for v in texts]))
-    return q("WITH {} SELECT rid FROM e", join(", ", ctes))
+    return q("WITH {} SELECT rid FROM r", join(", ", ctes))
 
 
 class Writer:

@@ -128,7 +128,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
-        "autovacuum_vacuum_scale_factor=0.05", "fillfactor=90",
+        "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
         "toast_tuple_target=8160"}
     assert tables["pgcatalog_text"] == "toast_tuple_target=8160"
     columns = {(r[0], r[1]): r[2:] for r in fresh["columns"]}
@@ -171,6 +171,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert columns[("pgcatalog_hot", "path")][2] == "C"
     assert "(path) INCLUDE (sid, lo, hi, rid, rng)" in indexes[
         "pgcatalog_hot_path"]
+    # version 14: the hot rows fill their pages
+    assert "fillfactor=100" in tables["pgcatalog_hot"].split(",")
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

@@ -191,9 +191,9 @@ def _dt_from_state(micros, naive, tz):
         return None
     t = micros / 1000000.
     floor = math.floor(t)
-    offset = _fixed_offsets.get(zone)
+    offset = _fixed_offset(zone)
     if offset is None:
-        offset = _zone_offset(zone, t)
+        offset = _tzoffset(zone, t)
     yr, mo, dy, hr, mn, sc = _calcYMDHMS(
         offset + int(floor) + _EPOCH_SECONDS - 86400, t - floor)
     sc = round(sc, 6)
@@ -216,20 +216,26 @@ def _dt_from_state(micros, naive, tz):
     return dt
 
 
-#: the offsets of the zones that have one offset (UTC, GMT+1, ...)
+#: zone name -> its one offset (UTC, GMT+1, ...), or None for a zone of
+#: several (a named zone's changes with daylight saving time)
 _fixed_offsets = {}
 
 
-def _zone_offset(zone, t):
-    """DateTime's offset of ``zone`` at ``t`` (``_tzoffset``), kept for a
-    zone of one offset."""
+def _fixed_offset(zone):
+    """The offset of DateTime's ``zone`` when it has only one, else None
+    (kept per zone: whether it has one does not depend on the time)."""
+    try:
+        return _fixed_offsets[zone]
+    except KeyError:
+        pass
     try:
         tzinfo = _TZINFO[zone].tzinfo
     except Exception:  # noqa: B902 - as DateTime's _tzoffset
         tzinfo = None
-    offset = _tzoffset(zone, t)
+    offset = None
     if tzinfo is _pytz.utc or isinstance(tzinfo, _pytz.tzinfo.StaticTzInfo):
-        _fixed_offsets[zone] = offset
+        offset = _tzoffset(zone, 0)
+    _fixed_offsets[zone] = offset
     return offset
 
 
@@ -241,12 +247,12 @@ def _enc_DateTime_meta(v):
         # the state as pickled (a DateTime made from a string may lack
         # ``_timezone_naive``: False, as ``__getstate__`` says)
         micros, naive, tz = v.__getstate__()
-        if type(micros) is int and type(naive) is bool and type(tz) is str:
+        if type(micros) is int and type(naive) is bool and type(tz) is str \
+                and _ZONES.get(tz.lower()) == tz \
+                and _fixed_offset(tz) is not None:
             back = _dt_from_state(micros, naive, tz)
-            if back is not None and back._tz == tz and \
-                    tz in _fixed_offsets and all(
-                        getattr(back, name) == getattr(v, name)
-                        for name in _DT_DERIVED):
+            if all(getattr(back, name) == getattr(v, name)
+                   for name in _DT_DERIVED):
                 if naive:
                     return {TAG + "T": [micros, tz, True]}
                 return {TAG + "T": micros if tz == "UTC" else [micros, tz]}

@@ -938,7 +938,7 @@ def _v14(conn):
     is (writer.upsert_statement), the hot rows' trigger never did, and
     every other change of either row changes an indexed column: an update
     is never a HOT one, and the tenth of each page kept free for it was
-    never used (about 75 + 31 MB at 1,000,000 entries).  Rows written from
+    never used (about 81 + 31 MB at 1,000,000 entries).  Rows written from
     now on fill the pages; ``VACUUM FULL`` packs the old ones
     (operations.md).
 

@@ -577,6 +577,7 @@ class CatalogSession:
             self._finish_prepared(gid, "COMMIT PREPARED")
             self._committed()
         big = self.rows_written >= db.ANALYZE_AFTER_ROWS
+        due = db.analyze_due(self.dsn, self.rows_written)
         drops, self.drops = self.drops, {}
         hooks, self.commit_hooks = self.commit_hooks, []
         self._end()
@@ -586,6 +587,7 @@ class CatalogSession:
             ddl.drop_unused(self.dsn, sorted(drops))
         if big:
             db.fold_hot_counts(self.dsn)
+        if due:
             db.analyze(self.dsn)
 
     def tpc_abort(self, txn):

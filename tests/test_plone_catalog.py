@@ -467,12 +467,9 @@ class TestTransactions(unittest.TestCase):
         return list(self.catalog.uniqueValuesFor("Subject"))
 
     def test_unique_values_follow_commits(self):
-        """uniqueValuesFor is cached per process while the catalog's stamp
-        is unchanged: own pending writes, own commits and other processes'
-        commits (which bump the stamp) are all seen at once."""
-        import psycopg
-        from plone.pgcatalog import config
-
+        """uniqueValuesFor is kept per process while what it reads is
+        unchanged: own pending writes, own commits and other processes'
+        commits are all seen at once."""
         self.portal.invokeFactory("Document", "s1", title="s",
                                   subject=("alpha",))
         self.assertIn("alpha", self._subjects())      # own pending write
@@ -488,33 +485,87 @@ class TestTransactions(unittest.TestCase):
         self.assertNotIn("beta", self._subjects())
         self.portal.s1.setSubject(("epsilon",))
         self.portal.s1.reindexObject()
-        transaction.commit()                          # bumps the stamp
+        transaction.commit()
         self.assertEqual(
             [s for s in self._subjects() if s in ("alpha", "epsilon")],
             ["epsilon"])
-        # Another process commits a change: its commit bumps the stamp
-        # (a row of the commit log).  This transaction still reads its
-        # snapshot (as it reads the ZODB's); the next one sees the change.
+
+    def _other_process_writes(self, subjects, counted=True, stamp=True):
+        """Write ``subjects`` into s1's entry as another process would:
+        its catalog commit adds a row to the commit log (the change
+        stamp) and, before it, its ZODB commit bumps the catalog's
+        generation and change counters (the tool's before-commit hook),
+        here from a ZODB connection of its own."""
+        import json
+        import psycopg
+        from plone.pgcatalog import config
+        from plone.pgcatalog.changes import Changes
         cid = self.catalog._pgc_cid()
+        if counted:
+            manager = transaction.TransactionManager()
+            conn = aq_base(self.portal)._p_jar.db().open(manager)
+            try:
+                tool = conn.get(aq_base(self.catalog)._p_oid)
+                changed = Changes()
+                changed.names = {"Subject"}
+                tool._pgc_changes.bump(changed)
+                if stamp:
+                    tool._pgc_generation.change(1)
+                manager.commit()
+            finally:
+                conn.close()
         with psycopg.connect(config.get_dsn(), autocommit=True) as other:
             with other.transaction():
                 other.execute(
                     "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
-                    "'{Subject}', '[\"gamma\"]') WHERE cid = %s AND path "
-                    "LIKE '%%/s1'", (cid,))
-                other.execute("INSERT INTO pgcatalog_commits (cid, delta) "
-                              "VALUES (%s, 1)", (cid,))
+                    "'{Subject}', %s::jsonb) WHERE cid = %s AND path "
+                    "LIKE '%%/s1'", (json.dumps(subjects), cid))
+                if stamp:
+                    other.execute("INSERT INTO pgcatalog_commits (cid, "
+                                  "delta) VALUES (%s, 1)", (cid,))
+
+    def test_unique_values_see_other_processes_commits(self):
+        """Kept under the catalog's change counters (the ZODB snapshot's,
+        as the result cache keys its answers: no statement when found)."""
+        from statements import statements
+        self.portal.invokeFactory("Document", "s1", title="s",
+                                  subject=("alpha",))
+        transaction.commit()
+        self.assertIn("alpha", self._subjects())
+        transaction.abort()
+        self.assertIn("alpha", self._subjects())
+        found, sent = statements(self.catalog, self._subjects)
+        self.assertIn("alpha", found)
+        self.assertEqual(sent, [])        # kept: not even a stamp read
+        self._other_process_writes(["gamma"])
+        # this transaction still reads its snapshots (the ZODB's and
+        # PostgreSQL's); the next one sees the change
         self.assertNotIn("gamma", self._subjects())
         transaction.abort()
         self.assertIn("gamma", self._subjects())
         self.assertNotIn("alpha", self._subjects())
-        # Without a stamp change the cached answer is served: proof that
-        # the cache is used (a real writer always bumps the stamp).
-        with psycopg.connect(config.get_dsn(), autocommit=True) as other:
-            other.execute(
-                "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
-                "'{Subject}', '[\"delta\"]') WHERE cid = %s AND path "
-                "LIKE '%%/s1'", (cid,))
+        # a change no counter counts (no real writer makes one) is not
+        # seen: proof that the kept answer is served
+        self._other_process_writes(["delta"], counted=False, stamp=False)
+        transaction.abort()
+        self.assertIn("gamma", self._subjects())
+
+    def test_unique_values_without_counters_follow_the_stamp(self):
+        """A catalog without change counters (none written since they
+        came) keeps them under its change stamp, read with a statement."""
+        self.portal.invokeFactory("Document", "s1", title="s",
+                                  subject=("alpha",))
+        transaction.commit()
+        del aq_base(self.catalog)._pgc_changes
+        transaction.commit()
+        self.assertIn("alpha", self._subjects())
+        self._other_process_writes(["gamma"], counted=False)
+        self.assertNotIn("gamma", self._subjects())   # its snapshot
+        transaction.abort()
+        self.assertIn("gamma", self._subjects())
+        self.assertNotIn("alpha", self._subjects())
+        # without a stamp change the kept answer is served
+        self._other_process_writes(["delta"], counted=False, stamp=False)
         transaction.abort()
         self.assertIn("gamma", self._subjects())
 

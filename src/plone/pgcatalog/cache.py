@@ -230,6 +230,20 @@ def generation(tool):
     return None if counter is None else counter()
 
 
+def view(tool, store):
+    """Give ``store`` this transaction's view of ``tool``'s changes: its
+    generation (fill checks) and change counters (changes.py), both from
+    the ZODB snapshot (no statement), or None when the catalog has none
+    yet.  The result cache, the kept text statistics (textstats.py) and
+    the kept catalog-wide values (``CatalogStore.stamped``) read them."""
+    gen = generation(tool)
+    counters = getattr(aq_base(tool), "_pgc_changes", None)
+    if gen is None or counters is None:
+        gen = counters = None
+    store.cache_generation = gen
+    store.counters = counters
+
+
 def key_for(tool, store, query):
     """``(cache, key)`` of ``query`` on ``tool`` in this transaction, or
     ``(None, None)`` (cache off, own writes, no counters yet, a value that
@@ -237,14 +251,9 @@ def key_for(tool, store, query):
     reads (changes.py): the indexes it names or sorts on, the entries that
     exist, every answer's ``all``.  The transaction's generation (the fill
     check's) and its change counters go to ``store``."""
+    view(tool, store)
     base = aq_base(tool)
-    gen = generation(tool)
-    counters = getattr(base, "_pgc_changes", None)
-    if gen is None or counters is None:
-        gen = counters = None
-    # the transaction's view, for fills and kept text statistics too
-    store.cache_generation = gen
-    store.counters = counters
+    counters = store.counters
     cache = get_cache()
     if cache is None:
         return None, None

@@ -662,7 +662,8 @@ class UnlimitedSort(Plan):
             return None
         return store.stamped(
             ("sort-index-size", index.getId()),
-            lambda: store.distinct_values(index, SORT_INDEX_SIZE_CAP))
+            lambda: store.distinct_values(index, SORT_INDEX_SIZE_CAP),
+            names=(index.getId(),))
 
 
 def _sortable(value):

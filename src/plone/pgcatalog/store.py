@@ -211,23 +211,46 @@ class CatalogStore:
                  "c.cid) FROM {} c WHERE c.cid = {}", ident(schema.COMMITS),
                  ident(schema.CATALOGS), self.cid)
 
-    def stamped(self, key, compute):
-        """``compute()``, cached per process while this catalog's change
-        stamp stays the same (exact: every transaction writing to the
-        catalog bumps it when it commits).  A transaction with its own
-        catalog writes computes afresh."""
-        if self.session.has_writes:
+    def stamped(self, key, compute, names=None):
+        """``compute()``, cached per process while what it reads is
+        unchanged (exact).  A transaction with its own catalog writes
+        computes afresh.
+
+        With ``names`` (the indexes whose values it reads) and the
+        catalog's change counters in this transaction's view
+        (``cache.view``): kept under their counters, those of the entries
+        that exist and of "everything", as the result cache keys an answer
+        (changes.py), and filled only from a PostgreSQL snapshot holding
+        exactly what the ZODB snapshot counts (``snapshot_complete``).
+        Found, it costs no statement: the counters are the ZODB
+        snapshot's.  Otherwise under the catalog's change stamp, read with
+        a statement (every transaction writing to the catalog bumps it
+        when it commits)."""
+        session = self.session
+        if session.has_writes or session.pending or self.wrote:
             return compute()
-        stamp = self.state()[1]
-        key = (self.session.dsn, self.cid) + tuple(key)
+        counters = self.counters if names is not None else None
+        if counters is not None:
+            version = ("counters", counters.token, counters.all,
+                       counters.rows) + tuple(counters.names.get(name, 0)
+                                              for name in names)
+        else:
+            version = ("stamp", self.state()[1])
+        key = (session.dsn, self.key) + tuple(key)
         found = _stamped.get(key)
-        if found is not None and found[0] == stamp:
+        if found is not None and found[0] == version:
             return found[1]
-        # computed in the transaction's snapshot, the stamp's
+        if counters is not None:
+            # whether the snapshot may fill: asked with the same statement
+            self.expect_fill()
+        # computed in the transaction's snapshot, the version's
         value = compute()
+        if counters is not None and \
+                not self.snapshot_complete(self.cache_generation):
+            return value        # read for this transaction only
         if len(_stamped) >= STAMPED_MAX:
             _stamped.clear()
-        _stamped[key] = (stamp, value)
+        _stamped[key] = (version, value)
         return value
 
     def hot_rows(self):

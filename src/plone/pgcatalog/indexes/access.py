@@ -22,6 +22,7 @@ from ComputedAttribute import ComputedAttribute
 from Products.ZCatalog.query import IndexQuery
 from ZPublisher import zpublish
 
+from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import codec
 from plone.pgcatalog import lists
 from plone.pgcatalog.errors import CatalogError
@@ -150,11 +151,14 @@ class IndexData:
         catalog is unchanged: vocabularies ask for them on every form)."""
         if self.pgc_storage != "idx":
             return []
-        store = _store(self)
+        tool = find_tool(self)
+        store = tool._pgc_store()
+        result_cache.view(tool, store)
         return store.stamped(
             ("unique", self.getId(), self.meta_type,
              tuple(getattr(self, "getIndexSourceNames", tuple)())),
-            lambda: self._pgc_compute_unique_values(store))
+            lambda: self._pgc_compute_unique_values(store),
+            names=(self.getId(),))
 
     def _pgc_compute_unique_values(self, store):
         values = [(codec.decode(v), n) for v, n in store.value_counts(self)]

@@ -15,6 +15,7 @@ from ZODB.FileStorage import FileStorage
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import changes
+from plone.pgcatalog import store as store_module
 from plone.pgcatalog import textstats
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
@@ -346,10 +347,19 @@ class TestInvalidation(unittest.TestCase):
             tpc_begin = tpc_vote = tpc_finish = tpc_abort = abort = \
                 lambda self, txn: None
 
+        list(self.catalog.uniqueValuesFor("portal_type"))
+        transaction.abort()
+        list(self.catalog.uniqueValuesFor("portal_type"))   # kept
+        self.assertTrue(store_module._stamped)
+        self.portal.d0.setDescription("First")
+        self.portal.d0.reindexObject()
+        processQueue()
         transaction.get().join(LateWriter())
         with self.assertLogs("plone.pgcatalog", "ERROR"):
             transaction.commit()
         self.assertEqual(result_cache.stats()["entries"], 0)
+        # the values kept under the same counters go too
+        self.assertFalse(store_module._stamped)
 
 
 class TestTextStatistics(unittest.TestCase):

@@ -551,14 +551,18 @@ class CatalogSession:
         """Writes made after the before-commit hooks counted them (by a
         data manager's commit): too late for the ZODB's counters, so this
         process's result cache is emptied and the writes are logged (other
-        processes may serve answers from before them; docs/cache.md)."""
+        processes may serve answers from before them; docs/cache.md), with
+        the values kept under the counters (uniqueValues, text
+        statistics)."""
         late = [cid for cid in self.counted if self.changes.get(cid)]
         if late:
             logger.error(
                 "catalog writes after the transaction's before-commit hooks "
                 "(catalogs %s): the result cache's counters miss them; "
                 "write to the catalog before the commit starts", late)
-            result_cache.forget()
+            # and what is kept under the same counters (store.py)
+            from plone.pgcatalog.store import forget_caches
+            forget_caches()
 
     def _committed(self):
         self.wrote = False

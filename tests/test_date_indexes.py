@@ -189,6 +189,7 @@ class ConnSession:
     transaction): what a store needs to run statements."""
 
     has_writes = False
+    pending = None
 
     def __init__(self, conn):
         self.conn = conn

@@ -154,6 +154,39 @@ class TestLazyAnswers(LazyCase):
         self.assertEqual(again, expected)
         self.assertFalse(rest_read(sent), sent)
 
+    def test_items_past_the_head_are_read_a_window_at_a_time(self):
+        # HEAD is 3: item 3 reads a window (as many rids as are known,
+        # in rid order after the last), item 7 the next (6 more: the rest
+        # of the nine); none reads every rid; a read past WINDOWS_UP_TO or
+        # an iteration reads every rid at once
+        expected = self.whole(portal_type="Document")
+        found = self.search(portal_type="Document")
+        item, sent = statements(self.catalog, lambda: found[3].getRID())
+        self.assertEqual(item, expected[3])
+        self.assertFalse(rest_read(sent), sent)
+        self.assertEqual(len([t for t in sent if "ORDER BY" in t]), 1)
+        self.assertEqual(found._seq.known(0, 9), expected[:6])
+        page, sent = statements(self.catalog, lambda: [
+            b.getRID() for b in found[5:8]])
+        self.assertEqual(page, expected[5:8])
+        self.assertFalse(rest_read(sent), sent)
+        self.assertTrue(found._seq.complete)
+        self.assertEqual(self.rids(found), expected)
+        # a second answer: past WINDOWS_UP_TO, every rid at once
+        self.addCleanup(setattr, lazy, "WINDOWS_UP_TO", lazy.WINDOWS_UP_TO)
+        lazy.WINDOWS_UP_TO = 5
+        found = self.search(portal_type="Document")
+        item, sent = statements(self.catalog, lambda: found[6].getRID())
+        self.assertEqual(item, expected[6])
+        self.assertTrue(rest_read(sent), sent)
+        # windows and a write: the write settles the rest first
+        found = self.search(portal_type="Document")
+        self.assertEqual(found[3].getRID(), expected[3])
+        self.portal.lz.manage_delObjects(["d8"])
+        processQueue()
+        self.assertEqual(self.rids(found), expected)
+        self.assertEqual(len(self.search(portal_type="Document")), 8)
+
     def test_every_entry_is_counted_and_walked_in_rid_order(self):
         # a search for the site root's path matches every entry of the
         # catalog: its count and its first rids, the rest read when needed

@@ -5,7 +5,10 @@ answer are what most callers want of a big answer (plone.restapi's
 ``@search`` counts and slices; listings show twenty brains).  An every-match
 answer read from the hot rows (``plans.EveryMatch`` with a head) therefore
 comes as its count and its first :data:`HEAD` rids in rid order, one
-statement; the rest is read when something first needs it, with the
+statement; the rest is read when something first needs it: an item or a
+slice up to :data:`WINDOWS_UP_TO` reads the rids before it a window at a
+time (the rids after the last known one, in rid order, at least as many as
+are known), anything else (an iteration, membership, a later item) the
 statement that reads every match.
 
 The rest must be what the search found, as ZCatalog's rid set is fixed when
@@ -46,7 +49,13 @@ logger = logging.getLogger("plone.pgcatalog")
 
 #: rids read with the count of a big every-match answer (and the largest
 #: answer read whole at once)
-HEAD = 1000
+HEAD = 100
+
+#: an item up to this position past the head is read with the rids before
+#: it, a window at a time in rid order (each at least as many as are known,
+#: so a loop of items doubles what it has); past it, or for an iteration,
+#: membership or a slice with a negative step, every rid at once
+WINDOWS_UP_TO = 5000
 
 #: an answer PostgreSQL estimates at no more matches than this is read
 #: whole in the count's scan (plans.EveryMatch): the head would cost a
@@ -87,7 +96,7 @@ class LazyRids:
         if isinstance(index, slice):
             start, stop, step = index.indices(self.answer.count)
             if step < 0 or (stop > len(rids) and start < stop):
-                rids = self.read()
+                rids = self.read(stop if step > 0 else None)
             return rids[index]
         count = self.answer.count
         if index < 0:
@@ -95,7 +104,7 @@ class LazyRids:
         if not 0 <= index < count:
             raise IndexError(index)
         if index >= len(rids):
-            rids = self.read()
+            rids = self.read(index + 1)
         return rids[index]
 
     def __iter__(self):
@@ -104,9 +113,11 @@ class LazyRids:
     def __contains__(self, rid):
         return rid in self.read()
 
-    def read(self):
-        """Every rid, in rid order (read now if not yet)."""
-        if self.complete:
+    def read(self, stop=None):
+        """Every rid, in rid order (read now if not yet); with ``stop``, at
+        least the first ``stop`` (a window when it is at most
+        WINDOWS_UP_TO)."""
+        if self.complete or (stop is not None and stop <= len(self.rids)):
             return self.rids
         answer = self.answer
         full = answer.rids
@@ -122,8 +133,40 @@ class LazyRids:
             session.flush()
             if self.complete:
                 return self.rids
-        self.fetch()
+        if stop is not None and stop <= WINDOWS_UP_TO and \
+                answer.window is not None and self.rids:
+            self.fetch_window(stop)
+        else:
+            self.fetch()
         return self.rids
+
+    def fetch_window(self, stop):
+        """Read the rids after the known ones in rid order, at least up to
+        ``stop`` and at least as many as are known, in the snapshot this
+        answer was found in; AnswerLost when that snapshot is gone."""
+        session = self.session()
+        if session is None or session.epoch != self.epoch:
+            raise AnswerLost(
+                "a big catalog answer was read after the state it was "
+                "found in was lost (its connection went away); search "
+                "again")
+        known = self.rids
+        wanted = max(stop - len(known), len(known))
+        row = session.execute_settled(self.answer.window(known[-1], wanted))
+        if session.epoch != self.epoch:
+            session.lazy.discard(self)
+            raise AnswerLost(
+                "a big catalog answer could not be read in the state it "
+                "was found in (its connection was lost); search again")
+        more = row[0] or []
+        self.rids = known + more
+        if self.complete or len(more) < wanted:
+            if len(self.rids) != self.answer.count:
+                session.lazy.discard(self)
+                raise AnswerLost(
+                    "a big catalog answer could not be read in the state "
+                    "it was found in; search again")
+            session.lazy.discard(self)
 
     def fetch(self):
         """Read every rid in the snapshot this answer was found in;

@@ -365,6 +365,11 @@ class EveryMatch(Plan):
         walk = q("ARRAY(SELECT {} FROM {} WHERE {} AND {} >= k.first ORDER "
                  "BY {} LIMIT {})", rid, source, keys_where, rid, rid,
                  literal(lazy.HEAD))
+        #: the next rids after the head, a window at a time (lazy.py)
+        self.window = (lambda last, n: q(
+            "SELECT ARRAY(SELECT {} FROM {} WHERE {} AND {} > {} ORDER BY {} "
+            "LIMIT {})", rid, source, keys_where, rid, int(last), rid,
+            int(n))) if head is not None else None
         # (with the metadata of the first brains: the head is in rid order)
         self.head = with_small_metadata(
             q("SELECT k.n, {} FROM ({}) k(n, first)", walk, head), 2, 1,
@@ -438,6 +443,8 @@ class EveryMatch(Plan):
         answer = Answer(rids, count)
         if count > len(rids):
             answer.rest = self.every
+            if rids:
+                answer.window = self.window
         _keep_first_metadata(store, answer, row[2:])
         return answer
 

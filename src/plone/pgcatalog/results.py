@@ -13,6 +13,7 @@ total, the scores, brains' metadata) is added to the shared answer only when
 its PostgreSQL snapshot is complete for that state
 (:meth:`plone.pgcatalog.store.CatalogStore.snapshot_complete`).
 """
+import bisect
 import weakref
 from collections.abc import Mapping
 
@@ -39,7 +40,7 @@ class Answer:
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
                  "values", "cache", "shared", "tags", "reorder", "origin",
-                 "rest")
+                 "rest", "window")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -69,6 +70,9 @@ class Answer:
         #: a big every-match answer: ``rids`` is its head, ``rest`` the
         #: statement reading every rid (lazy.py); None once they are known
         self.rest = None
+        #: with ``rest``: ``window(last, n)``, the statement reading the
+        #: ``n`` rids after ``last`` in rid order (lazy.py), or None
+        self.window = None
 
     def size(self):
         """Approximate bytes held."""
@@ -258,7 +262,17 @@ class BrainFactory:
         window read (iteration, a page); else looked up (a map of every
         rid, made once: not for each first brain of a big answer)."""
         guess = self.next_start
-        if guess < len(self.rids) and self.rids[guess] == rid:
+        rids = self.rids
+        if type(rids) is LazyRids:
+            # the rids known so far, in rid order (lazy.py): what the
+            # brain's own item read
+            known = rids.rids
+            if guess < len(known) and known[guess] == rid:
+                return guess
+            found = bisect.bisect_left(known, rid)
+            return found if found < len(known) and known[found] == rid \
+                else 0
+        if guess < len(rids) and rids[guess] == rid:
             return guess
         if self.positions is None:
             self.positions = {r: i for i, r in enumerate(self.rids)}
@@ -355,6 +369,22 @@ class PGLazyMap(LazyMap):
     @actual_result_count.setter
     def actual_result_count(self, value):
         self._rlen = value
+
+    def __iter__(self):
+        # an iteration (a loop, list()) reads every rid of a big answer at
+        # once, not a window at a time as items and slices do (lazy.py);
+        # then item by item as the sequence protocol would
+        seq = self._seq
+        if type(seq) is LazyRids:
+            seq.read()
+        index = 0
+        while True:
+            try:
+                item = self[index]
+            except IndexError:
+                return
+            yield item
+            index += 1
 
 
 def empty_result(actual_result_count=0):

@@ -413,8 +413,9 @@ class TestHotKeys(ManagerWithoutCache):
         # starting later, and the other ranges one by one.  (Answers read
         # lazily, with a head of 2: a small site's are read whole.)
         self.addCleanup(setattr, lazy, "WHOLE", lazy.WHOLE)
+        self.addCleanup(setattr, lazy, "WHOLE_COUNTED", lazy.WHOLE_COUNTED)
         self.addCleanup(setattr, lazy, "HEAD", lazy.HEAD)
-        lazy.WHOLE, lazy.HEAD = -1, 2
+        lazy.WHOLE, lazy.WHOLE_COUNTED, lazy.HEAD = -1, -1, 2
         for query in QUERIES:
             with self.subTest(query=query):
                 counted = kept_count(query)
@@ -422,15 +423,15 @@ class TestHotKeys(ManagerWithoutCache):
                     self.assertEqual(self.reads_counts(query), counted)
                 self.assertEqual(self.answer(query), self.cold_answer(query))
         # the same counts reading every rid at once (a kept count of at
-        # most WHOLE: the statement's other branch)
-        lazy.WHOLE = 1000
+        # most WHOLE_COUNTED: the statement's other branch)
+        lazy.WHOLE = lazy.WHOLE_COUNTED = 1000
         for query in QUERIES:
             with self.subTest(query=query, whole=True):
                 counted = kept_count(query)
                 if "b_size" not in query:
                     self.assertEqual(self.reads_counts(query), counted)
                 self.assertEqual(self.answer(query), self.cold_answer(query))
-        lazy.WHOLE = -1
+        lazy.WHOLE = lazy.WHOLE_COUNTED = -1
         # d0 starts in ten days, d3 ended ten days ago: each range class
         processQueue()
         cls = dict(self.store.rows(q(

@@ -48,6 +48,8 @@ class LazyCase(ManagerWithoutCache):
         self._whole = lazy.WHOLE
         lazy.WHOLE = -1
         self.addCleanup(setattr, lazy, "WHOLE", self._whole)
+        self.addCleanup(setattr, lazy, "WHOLE_COUNTED", lazy.WHOLE_COUNTED)
+        lazy.WHOLE_COUNTED = -1
         portal = self.portal
         portal.invokeFactory("Folder", "lz")
         wf = portal.portal_workflow
@@ -293,13 +295,20 @@ class TestLazyAnswers(LazyCase):
     def test_a_kept_count_chooses_whole_or_head_in_one_statement(self):
         # the key sets' counts give the number before any row is read:
         # one statement, no EXPLAIN, reads every rid when they are at most
-        # WHOLE and the head else
+        # WHOLE_COUNTED and the head else
         expected = self.whole(portal_type="Document")
         dsn = self.catalog._pgc_session().dsn
         self.addCleanup(store_module._hot_rows.pop, dsn, None)
-        store_module._hot_rows[dsn] = (time.monotonic(), None)
-        for whole, read in ((1000, True), (9, True), (8, False), (-1, False)):
-            lazy.WHOLE = whole
+        lazy.WHOLE = 1000
+        for whole, read, hot_rows in (
+                (1000, True, None), (9, True, None), (8, False, None),
+                (-1, False, None),
+                # a small site (its hot rows well under WHOLE) whose
+                # answers estimated are read whole without an EXPLAIN:
+                # a kept count still chooses
+                (8, False, 600.0)):
+            store_module._hot_rows[dsn] = (time.monotonic(), hot_rows)
+            lazy.WHOLE_COUNTED = whole
             found, sent = statements(self.catalog, lambda: self.search(
                 portal_type="Document"))
             self.assertEqual(len(sent), 1, sent)

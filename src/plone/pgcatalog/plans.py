@@ -339,8 +339,9 @@ class EveryMatch(Plan):
     estimate only chooses how to read; both ways give the same answer.
     When ``head`` adds the key sets' kept counts (``counted``), the
     number is known before any row is read, and one statement chooses:
-    every rid when it is at most ``lazy.WHOLE``, else the head (no
-    EXPLAIN, no second round trip).
+    every rid when it is at most ``lazy.WHOLE_COUNTED``, else the head
+    (no EXPLAIN, no second round trip; the count costs nothing there, so
+    only a small answer is read whole).
     An every-match answer from the entries is read whole: walking their
     wide rows in rid order for a head can cost a full scan when the
     matches are few or lie late."""
@@ -379,7 +380,7 @@ class EveryMatch(Plan):
                           rid, source, keys_where) \
             if head is not None else None
         #: ``head``'s count is kept (hot.kept): the count, and every rid
-        #: when they are at most lazy.WHOLE, else the head, in one
+        #: when they are at most lazy.WHOLE_COUNTED, else the head, in one
         #: statement (a CASE runs only the sub-select of its branch;
         #: ``whole_where``: ``where`` over the count's columns, the key
         #: sets' ids it found)
@@ -388,9 +389,9 @@ class EveryMatch(Plan):
         self.either = with_small_metadata(q(
             "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
             "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
-            literal(lazy.WHOLE), rid, source, whole_where or where, walk,
-            head), 2, 1, first=FIRST_WITH_METADATA, fence=True,
-            when=q("s.c0 > {}", literal(lazy.WHOLE))) \
+            literal(lazy.WHOLE_COUNTED), rid, source, whole_where or where,
+            walk, head), 2, 1, first=FIRST_WITH_METADATA, fence=True,
+            when=q("s.c0 > {}", literal(lazy.WHOLE_COUNTED))) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
@@ -414,13 +415,14 @@ class EveryMatch(Plan):
         no more than ``lazy.WHOLE`` matches.  No EXPLAIN when the hot rows
         of every catalog are well under that (a small site: one round trip
         less per search; their number is PostgreSQL's statistics', grown
-        by half for what was written since they were taken), nor when
-        the count is ``counted`` (kept: :attr:`either` chooses)."""
+        by half for what was written since they were taken).  Never when
+        the count is ``counted`` (kept: :attr:`either` chooses, in SQL,
+        by ``lazy.WHOLE_COUNTED``)."""
+        if counted:
+            return False
         rows = store.hot_rows()
         if rows is not None and rows * 1.5 <= lazy.WHOLE:
             return True
-        if counted:
-            return False
         return self.estimated(store) <= lazy.WHOLE
 
     def answer(self, store):
@@ -433,7 +435,7 @@ class EveryMatch(Plan):
         if self.either is not None:
             row = _fetch(store, self.either)
             count, rids = row[:2]
-            if count <= lazy.WHOLE:
+            if count <= lazy.WHOLE_COUNTED:
                 # every rid, as the scan found them
                 rids.sort(reverse=self.descending)
                 return Answer(rids, len(rids))

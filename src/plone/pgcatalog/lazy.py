@@ -147,43 +147,48 @@ class LazyRids:
             self.fetch()
         return self.rids
 
+    def _found_session(self):
+        """The session whose state this answer was found in, or
+        AnswerLost when that state is gone."""
+        session = self.session()
+        if session is None or session.epoch != self.epoch:
+            raise AnswerLost(
+                "a big catalog answer was read after the state it was "
+                "found in was lost (its connection went away); search "
+                "again")
+        return session
+
+    def _lost(self, session):
+        """A read gave another state than the answer's (it ran on a new
+        connection: the one it was found on died)."""
+        session.lazy.discard(self)
+        raise AnswerLost(
+            "a big catalog answer could not be read in the state it was "
+            "found in (its connection was lost); search again")
+
     def fetch_window(self, stop):
         """Read the rids after the known ones in rid order, at least up to
         ``stop`` and at least as many as are known, in the snapshot this
         answer was found in; AnswerLost when that snapshot is gone."""
-        session = self.session()
-        if session is None or session.epoch != self.epoch:
-            raise AnswerLost(
-                "a big catalog answer was read after the state it was "
-                "found in was lost (its connection went away); search "
-                "again")
+        session = self._found_session()
         known = self.rids
         wanted = max(stop - len(known), len(known))
         row = session.execute_settled(self.answer.window(known[-1], wanted))
         if session.epoch != self.epoch:
-            session.lazy.discard(self)
-            raise AnswerLost(
-                "a big catalog answer could not be read in the state it "
-                "was found in (its connection was lost); search again")
+            self._lost(session)
         more = row[0] or []
-        self.rids = known + more
-        if self.complete or len(more) < wanted:
-            if len(self.rids) != self.answer.count:
-                session.lazy.discard(self)
-                raise AnswerLost(
-                    "a big catalog answer could not be read in the state "
-                    "it was found in; search again")
+        rids = known + more
+        if len(rids) >= self.answer.count or len(more) < wanted:
+            # the last window: the rids must add up to the count
+            if len(rids) != self.answer.count:
+                self._lost(session)
             session.lazy.discard(self)
+        self.rids = rids
 
     def fetch(self):
         """Read every rid in the snapshot this answer was found in;
         AnswerLost when that snapshot is gone."""
-        session = self.session()
-        if session is None or session.epoch != self.epoch:
-            raise AnswerLost(
-                "a big catalog answer was read after the state it was "
-                "found in was lost (its connection went away); search "
-                "again")
+        session = self._found_session()
         answer = self.answer
         statement = answer.rest
         if statement is None:   # another sequence of the answer read it
@@ -193,10 +198,7 @@ class LazyRids:
         count, rids = session.execute_settled(statement)
         if session.epoch != self.epoch or count != answer.count:
             # read on a new connection (the one it was found on died)
-            session.lazy.discard(self)
-            raise AnswerLost(
-                "a big catalog answer could not be read in the state it "
-                "was found in (its connection was lost); search again")
+            self._lost(session)
         rids = rids or []
         rids.sort()
         self.rids = rids

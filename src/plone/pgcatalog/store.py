@@ -211,12 +211,12 @@ class CatalogStore:
                  "c.cid) FROM {} c WHERE c.cid = {}", ident(schema.COMMITS),
                  ident(schema.CATALOGS), self.cid)
 
-    def stamped(self, key, compute, names=None):
+    def stamped(self, key, compute, names):
         """``compute()``, cached per process while what it reads is
         unchanged (exact).  A transaction with its own catalog writes
         computes afresh.
 
-        With ``names`` (the indexes whose values it reads) and the
+        ``names``: the indexes whose values it reads.  With the
         catalog's change counters in this transaction's view
         (``cache.view``): kept under their counters, those of the entries
         that exist and of "everything", as the result cache keys an answer
@@ -229,7 +229,7 @@ class CatalogStore:
         session = self.session
         if session.has_writes or session.pending or self.wrote:
             return compute()
-        counters = self.counters if names is not None else None
+        counters = self.counters
         if counters is not None:
             version = ("counters", counters.token, counters.all,
                        counters.rows) + tuple(counters.names.get(name, 0)

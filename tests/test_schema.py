@@ -264,6 +264,60 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 
 
+def test_text_indexes_built_again_on_their_words(conn):
+    """Version 15: a text index's GIN index registered in the version 14
+    form (``gin (tsv) WHERE name = ...``, shared by the catalogs using the
+    name) is built again in the form the text index wants now, registered
+    under its new name for every catalog, and the old one dropped; what
+    is not a text index's is left alone."""
+    from plone.pgcatalog import ddl
+    from plone.pgcatalog.indexes.text import PGZCTextIndex
+
+    path = [p for p in OLD_SCHEMAS if os.path.basename(p).startswith(
+        "v14-")][0]
+    load(conn, path)
+    old = {}
+    for name in ("SearchableText", "it's \\ odd"):
+        old[name], stmt = schema.IndexSpec(
+            "tsv", "USING gin (tsv)", table=schema.TEXT, where="name = %s"
+            % psycopg.sql.Literal(name).as_string(None),
+            shared=True).statement(1, name)
+        conn.execute(stmt, ())
+        conn.execute("INSERT INTO pgcatalog_indexes (cid, name, pg_index) "
+                     "VALUES (1, %s, %s), (2, %s, %s)",
+                     (name, old[name], name, old[name]))
+
+    assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+
+    found = _pg_indexes(conn)
+    registered = conn.execute(
+        "SELECT cid, name, pg_index FROM pgcatalog_indexes ORDER BY 1, 2"
+        ).fetchall()
+    expected = []
+    for name in sorted(old):
+        assert old[name] not in found
+        index = PGZCTextIndex.__new__(PGZCTextIndex)
+        index.id = name
+        (new,) = ddl.wanted(index, 1)
+        assert new in found
+        expected.append(new)
+    assert registered == [
+        (1, "SearchableText", expected[0]), (1, "it's \\ odd", expected[1]),
+        (1, "portal_type", "pgcatalog_x_0123456789ab"),
+        (2, "SearchableText", expected[0]), (2, "it's \\ odd", expected[1])]
+    # the text rows are found by their index, estimated from its rows
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT 1 FROM pgcatalog_text t WHERE (CASE WHEN t.name "
+            "= 'SearchableText' THEN t.tsv END) @@ 'doc'::tsquery"
+        ).fetchall())
+    assert expected[0] in plan, plan
+    assert conn.execute(
+        "SELECT count(*) FROM pg_stats WHERE tablename = %s",
+        (expected[0],)).fetchone()[0] == 1
+
+
 def test_steps_are_append_only():
     """Version 1 is the DDL the first release ran, verbatim (the frozen
     v1 fixture of that release), whatever the current layout is."""

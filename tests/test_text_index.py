@@ -601,8 +601,64 @@ def test_ddl_and_gin_index_used(env):
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'pgcatalog_text' "
         "AND indexdef LIKE '%gin%'").fetchall()
     assert len(found) == len(NAMES)
-    assert any("USING gin (tsv) WHERE (name = 'SearchableText'::text)" in f[0]
-               for f in found)
+    # one index per text index, on its rows' words (not partial: the
+    # planner keeps its expression's statistics, see the next test)
+    assert any("USING gin ((\nCASE\n    WHEN (name = 'SearchableText'::text)"
+               " THEN tsv\n    ELSE NULL::tsvector\nEND))" in f[0]
+               and "WHERE" not in f[0] for f in found), found
+
+
+def test_text_conditions_use_the_index_and_its_own_statistics():
+    """A word's rows in one text index are estimated from that index's
+    rows (the GIN index's expression statistics), and found by that
+    index: 3,000 text rows in three indexes, the word in 600 rows of one.
+    Written as ``name = ... AND tsv @@ ...`` (before schema version 15)
+    they were estimated at 200 (the word's share of every text row, times
+    the name's third)."""
+    dsn = pgserver.fresh_database("pgc_text_stats")
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            schema.ensure_schema(conn)
+            cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES "
+                               "('t') RETURNING cid").fetchone()[0]
+            index = _named("SearchableText")
+            statements = [stmt for name in NAMES for stmt in
+                          schema.index_statements(_named(name), cid)]
+            schema.ensure_index_ddl(conn, statements)
+            conn.execute(
+                "INSERT INTO pgcatalog_entries (cid, path, parent, depth) "
+                "SELECT %s, '/p/' || i, '/p', 2 FROM generate_series(1, "
+                "1000) i", (cid,))
+            conn.execute(
+                "INSERT INTO pgcatalog_text (rid, cid, name, tsv) SELECT "
+                "e.rid, e.cid, n.name, CASE WHEN n.name = 'SearchableText' "
+                "AND e.rid %% 5 < 3 THEN 'w filler' ELSE 'filler other' "
+                "END::tsvector FROM pgcatalog_entries e CROSS JOIN "
+                "unnest(%s::text[]) AS n(name)", (list(NAMES),))
+            conn.execute("ANALYZE pgcatalog_text")
+            count = index.pgc_df_sql(cid, "w", exact=True)
+            plan = conn.execute(
+                "EXPLAIN (FORMAT JSON) " + count.text,
+                count.params).fetchone()[0][0]["Plan"]
+            assert plan["Node Type"] == "Aggregate"
+            estimate = plan["Plans"][0]["Plan Rows"]
+            assert 400 <= estimate <= 900, estimate
+            assert fetch({"conn": conn}, count) == [(600,)]
+            (name, _), = [spec.statement(cid, "SearchableText")
+                          for spec in index.pgc_indexes()]
+            with conn.transaction():
+                conn.execute("SET LOCAL enable_seqscan = off")
+                plan = "\n".join(r[0] for r in conn.execute(
+                    "EXPLAIN " + count.text, count.params).fetchall())
+            assert name in plan, plan
+    finally:
+        pgserver.drop_database(dsn)
+
+
+def _named(name):
+    index = PGZCTextIndex.__new__(PGZCTextIndex)
+    index.id = name
+    return index
 
 
 def test_word_and_length_statistics(env):

@@ -38,9 +38,9 @@ from plone.pgcatalog.indexes.text.querytree import match_sql
 from plone.pgcatalog.indexes.text.querytree import resolve_globs
 from plone.pgcatalog.indexes.text.querytree import translate
 from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
-from plone.pgcatalog.indexes.text.scoring import T_TSV
 from plone.pgcatalog.indexes.text.scoring import TEXT
 from plone.pgcatalog.indexes.text.scoring import df_sql
+from plone.pgcatalog.indexes.text.scoring import indexed_words
 from plone.pgcatalog.indexes.text.scoring import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
@@ -169,19 +169,17 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             return NO_MATCH
         qc.add_rank(lambda: self.pgc_rank_sql(node, qc))
         # the query's strings are parameters; the index id a literal (the
-        # GIN index is partial on it)
+        # GIN index is on the row's words when it is this index's)
+        name = literal(self.getId())
         condition = q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
-                      "t.name = {} AND {})", TEXT, literal(self.getId()),
-                      match_sql(node, T_TSV))
+                      "{})", TEXT, match_sql(node, indexed_words(name, "t")))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
             # the score over the text row, made only if the compiler
             # takes that way
             text_rows.append(TextRow(
                 condition,
-                lambda alias: q("{}.name = {} AND {}", ident(alias),
-                                literal(self.getId()),
-                                match_sql(node, q("{}.tsv", ident(alias)))),
+                lambda alias: match_sql(node, indexed_words(name, alias)),
                 lambda alias: self.pgc_rank_columns(node, qc, alias),
                 lambda alias: self.pgc_rank_sql(node, qc, row=alias),
                 lambda cid: self.pgc_postings_sql(node, qc, cid)))
@@ -238,10 +236,12 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
 
     def pgc_indexes(self):
         # shared by the catalogs with a text index of this name (a
-        # tsvector column: nothing another catalog stores can break it)
+        # tsvector column: nothing another catalog stores can break it);
+        # not partial: the planner ignores a partial index's statistics
+        # (scoring.indexed_words)
         return [schema.IndexSpec(
-            "tsv", q("USING gin (tsv)").ddl, table=schema.TEXT,
-            where=q("name = {}", literal(self.getId())).ddl, shared=True)]
+            "words", q("USING gin ({})", indexed_words(
+                literal(self.getId()))).ddl, table=schema.TEXT, shared=True)]
 
 
 InitializeClass(PGZCTextIndex)

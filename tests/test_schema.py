@@ -28,11 +28,16 @@ def _database():
 
 
 @pytest.fixture
-def conn():
+def database():
     dsn, conn = _database()
     with conn:
-        yield conn
+        yield dsn, conn
     pgserver.drop_database(dsn)
+
+
+@pytest.fixture
+def conn(database):
+    return database[1]
 
 
 @pytest.fixture(scope="module")
@@ -264,14 +269,18 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 
 
-def test_text_indexes_built_again_on_their_words(conn):
+def test_text_indexes_built_again_on_their_words(database):
     """Version 15: a text index's GIN index registered in the version 14
     form (``gin (tsv) WHERE name = ...``, shared by the catalogs using the
     name) is built again in the form the text index wants now, registered
-    under its new name for every catalog, and the old one dropped; what
-    is not a text index's is left alone."""
+    under its new name for every catalog, and the old one dropped after
+    the migration's commit (``db.ensure_schema``: concurrently); what is
+    not a text index's is left alone."""
+    from plone.pgcatalog import db
     from plone.pgcatalog import ddl
     from plone.pgcatalog.indexes.text import PGZCTextIndex
+
+    dsn, conn = database
 
     path = [p for p in OLD_SCHEMAS if os.path.basename(p).startswith(
         "v14-")][0]
@@ -288,6 +297,16 @@ def test_text_indexes_built_again_on_their_words(conn):
                      (name, old[name], name, old[name]))
 
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+
+    # the old ones, no longer registered, are left to drop after the commit
+    assert schema.replaced_indexes(conn) == sorted(old.values())
+    assert set(old.values()) <= _pg_indexes(conn)
+    try:
+        db.ensure_schema(dsn)
+    finally:
+        db._schema_ready.discard(dsn)
+        db._pools.pop(dsn).close()
+    assert schema.replaced_indexes(conn) == []
 
     found = _pg_indexes(conn)
     registered = conn.execute(
@@ -316,6 +335,38 @@ def test_text_indexes_built_again_on_their_words(conn):
     assert conn.execute(
         "SELECT count(*) FROM pg_stats WHERE tablename = %s",
         (expected[0],)).fetchone()[0] == 1
+
+
+def test_a_migration_in_progress_is_waited_for(database):
+    """A process whose catalog connection waits 200 ms for a lock waits
+    for another process's migration (the DDL lock) instead of failing."""
+    import threading
+    import time
+
+    dsn, conn = database
+    schema.ensure_schema(conn)
+    held, release = threading.Event(), threading.Event()
+
+    def migrate():
+        with psycopg.connect(dsn, autocommit=True) as other:
+            with other.transaction():
+                other.execute("SELECT pg_advisory_xact_lock(%s)",
+                              (schema.DDL_LOCK,))
+                held.set()
+                release.wait(10)
+
+    thread = threading.Thread(target=migrate)
+    thread.start()
+    try:
+        assert held.wait(10)
+        conn.execute("SET lock_timeout = '200ms'")
+        threading.Timer(1.0, release.set).start()
+        started = time.monotonic()
+        assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+        assert time.monotonic() - started >= 0.9
+    finally:
+        release.set()
+        thread.join()
 
 
 def test_steps_are_append_only():

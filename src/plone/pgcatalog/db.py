@@ -141,6 +141,11 @@ def ensure_schema(dsn=None):
         # a database whose indexes were built before plone.pgcatalog made
         # statistics objects for them gets them now (once)
         ensure_statistics(conn)
+        replaced = schema.replaced_indexes(conn)
+    if replaced:
+        # what a migration replaced, dropped without blocking readers
+        from plone.pgcatalog import ddl
+        ddl.drop_unused(dsn, replaced)
     _schema_ready.add(dsn)
     try:
         resolve_in_doubt(dsn)

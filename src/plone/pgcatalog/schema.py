@@ -976,10 +976,14 @@ def _v15(conn):
     date-ordered text search could read every match instead of walking the
     date order).  The old indexes registered (``pgcatalog_indexes``) are
     built again in the new form here, in the migration's transaction
-    (writes to the text rows wait for it: about a minute per text index at
-    1,000,000 entries), registered under their new names and dropped; the
-    expressions' statistics are taken at once.  A text index's GIN index
-    this step does not recognise is left to ``pgc_sync_indexes``."""
+    (writes to the text rows wait for it: 26 s for three text indexes at
+    1,000,000 entries) and registered under their new names; the
+    expressions' statistics are taken at once.  The old ones are dropped
+    after the commit, without blocking readers (:func:`replaced_indexes`,
+    ``db.ensure_schema``): dropped here, the migration would wait for every
+    transaction reading the text rows, and make every new one wait behind
+    it.  A text index's GIN index this step does not recognise is left to
+    ``pgc_sync_indexes``."""
     registered = conn.execute(
         "SELECT DISTINCT name, pg_index FROM pgcatalog_indexes").fetchall()
     swapped = False
@@ -991,11 +995,23 @@ def _v15(conn):
         conn.execute(create, ())
         conn.execute("UPDATE pgcatalog_indexes SET pg_index = %s WHERE "
                      "pg_index = %s", (new, old))
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-            sql.Identifier(old)))
         swapped = True
     if swapped:
         conn.execute("ANALYZE pgcatalog_text")
+
+
+def replaced_indexes(conn):
+    """The PostgreSQL indexes a migration replaced and no catalog uses
+    (names), to drop after its commit: the text indexes' GIN indexes in
+    their version 14 form (``gin (tsv) WHERE name = ...``) that no catalog
+    registers (:func:`_v15`)."""
+    return [row[0] for row in conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = "
+        "i.indexrelid WHERE i.indrelid = to_regclass('pgcatalog_text') AND "
+        "c.relname LIKE 'pgcatalog\\_x\\_%%' AND i.indpred IS NOT NULL "
+        "AND pg_get_indexdef(i.indexrelid) LIKE '%%USING gin (tsv) WHERE%%' "
+        "AND NOT EXISTS (SELECT 1 FROM pgcatalog_indexes r WHERE r.pg_index "
+        "= c.relname) ORDER BY 1", ()).fetchall()]
 
 
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
@@ -1003,6 +1019,10 @@ STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13, _v14, _v15]
 
 SCHEMA_VERSION = len(STEPS)
+
+#: how long :func:`ensure_schema` waits for a lock (another process's
+#: migration, a table a step alters)
+MIGRATION_LOCK_WAIT = "120s"
 
 
 def schema_version(conn):
@@ -1020,6 +1040,11 @@ def ensure_schema(conn):
     database's version, in one transaction.  ``conn`` is in autocommit
     mode."""
     with conn.transaction():
+        # another process's migration is waited for, and a step's lock
+        # waits for the transactions in its way (a catalog connection
+        # waits 200 ms: a migration failed, and others with it)
+        conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+            sql.Literal(MIGRATION_LOCK_WAIT)), ())
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
         version = schema_version(conn)
         if version == SCHEMA_VERSION:

@@ -655,6 +655,40 @@ def test_text_conditions_use_the_index_and_its_own_statistics():
         pgserver.drop_database(dsn)
 
 
+def test_index_id_quoted_in_its_index_and_conditions():
+    """An index id with a quote and a backslash is one literal in the GIN
+    index's expression and in the conditions, which then use that index."""
+    name = "it's \\ text"
+    dsn = pgserver.fresh_database("pgc_text_quoted")
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            schema.ensure_schema(conn)
+            cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES "
+                               "('t') RETURNING cid").fetchone()[0]
+            index = _named(name)
+            schema.ensure_index_ddl(conn, schema.index_statements(index, cid))
+            conn.execute(
+                "INSERT INTO pgcatalog_entries (cid, path, parent, depth) "
+                "SELECT %s, '/p/' || i, '/p', 2 FROM generate_series(1, 50) "
+                "i", (cid,))
+            conn.execute(
+                "INSERT INTO pgcatalog_text (rid, cid, name, tsv) SELECT "
+                "e.rid, e.cid, n.name, CASE WHEN e.rid %% 2 = 0 THEN 'w' "
+                "ELSE 'x' END::tsvector FROM pgcatalog_entries e CROSS JOIN "
+                "unnest(%s::text[]) AS n(name)", ([name, "Title"],))
+            count = index.pgc_df_sql(cid, "w", exact=True)
+            assert fetch({"conn": conn}, count) == [(25,)]
+            (pg_name, _), = [spec.statement(cid, name)
+                             for spec in index.pgc_indexes()]
+            with conn.transaction():
+                conn.execute("SET LOCAL enable_seqscan = off")
+                plan = "\n".join(r[0] for r in conn.execute(
+                    "EXPLAIN " + count.text, count.params).fetchall())
+            assert pg_name in plan, plan
+    finally:
+        pgserver.drop_database(dsn)
+
+
 def _named(name):
     index = PGZCTextIndex.__new__(PGZCTextIndex)
     index.id = name

@@ -265,12 +265,12 @@ def world():
     conn.execute("SELECT setval('pgcatalog_rid_seq', 1000000)")
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO pgcatalog_entries (rid, cid, path, parent, depth, "
-            "idx) VALUES (%s, %s, %s, '/plone', 2, %s::jsonb)",
+            "INSERT INTO pgcatalog_entries (rid, cid, path, depth, idx) "
+            "VALUES (%s, %s, %s, 2, %s::jsonb)",
             [(rid, cid, path, idx) for rid, path, idx in rows])
         cur.executemany(
-            "INSERT INTO pgcatalog_entries (cid, path, parent, depth, idx) "
-            "VALUES (%s, %s, '/plone', 2, %s::jsonb)",
+            "INSERT INTO pgcatalog_entries (cid, path, depth, idx) "
+            "VALUES (%s, %s, 2, %s::jsonb)",
             [(other, path, idx) for rid, path, idx in rows[:50]])
     for index in ours.values():
         schema.ensure_index_ddl(conn, schema.index_statements(index, cid))

@@ -178,6 +178,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_path"]
     # version 14: the hot rows fill their pages
     assert "fillfactor=100" in tables["pgcatalog_hot"].split(",")
+    # version 16: the parent's path computed from the path, not stored
+    assert ("pgcatalog_entries", "parent") not in columns
+    assert "strpos(reverse(path), '/'::text)" in indexes[
+        "pgcatalog_entries_parent"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():
@@ -191,7 +195,7 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     version = load(conn, path)
     assert schema.schema_version(conn) == version
     entries = conn.execute(
-        "SELECT rid, cid, path, parent, depth, idx FROM pgcatalog_entries "
+        "SELECT rid, cid, path, depth, idx FROM pgcatalog_entries "
         "ORDER BY rid").fetchall()
     meta = conn.execute("SELECT rid, meta::text::jsonb FROM pgcatalog_meta "
                         "ORDER BY rid").fetchall()
@@ -205,7 +209,7 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     assert describe(conn) == fresh
     # the rows survived, in the current layout
     assert conn.execute(
-        "SELECT rid, cid, path, parent, depth, idx FROM pgcatalog_entries "
+        "SELECT rid, cid, path, depth, idx FROM pgcatalog_entries "
         "ORDER BY rid").fetchall() == entries
     assert conn.execute("SELECT rid, meta FROM pgcatalog_meta "
                         "ORDER BY rid").fetchall() == meta
@@ -222,8 +226,8 @@ def test_old_database_upgrades_to_the_fresh_layout(conn, fresh, path):
     # and the database works as a fresh one: new rows get new rids
     conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('new')")
     rid = conn.execute(
-        "INSERT INTO pgcatalog_entries (cid, path, parent, depth) SELECT "
-        "cid, '/new', '', 1 FROM pgcatalog_catalogs WHERE key = 'new' "
+        "INSERT INTO pgcatalog_entries (cid, path, depth) SELECT "
+        "cid, '/new', 1 FROM pgcatalog_catalogs WHERE key = 'new' "
         "RETURNING rid").fetchone()[0]
     assert rid > max(r[0] for r in entries)
     # hot rows of an older version name their key set (version 9), which

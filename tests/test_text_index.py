@@ -163,11 +163,10 @@ def env():
         with conn.cursor() as cur:
             for path, doc in docs:
                 cat.catalog_object(doc, uid=path)
-                parent = path.rsplit("/", 1)[0] or "/"
                 rid = cur.execute(
-                    "INSERT INTO pgcatalog_entries (cid, path, parent, depth)"
-                    " VALUES (%s, %s, %s, %s) RETURNING rid",
-                    (cid, path, parent, path.count("/"))).fetchone()[0]
+                    "INSERT INTO pgcatalog_entries (cid, path, depth)"
+                    " VALUES (%s, %s, %s) RETURNING rid",
+                    (cid, path, path.count("/"))).fetchone()[0]
                 for name in NAMES:
                     value = pgidx[name].pgc_extract(doc)
                     if value is MISSING:
@@ -626,9 +625,9 @@ def test_text_conditions_use_the_index_and_its_own_statistics():
                           schema.index_statements(_named(name), cid)]
             schema.ensure_index_ddl(conn, statements)
             conn.execute(
-                "INSERT INTO pgcatalog_entries (cid, path, parent, depth) "
-                "SELECT %s, '/p/' || i, '/p', 2 FROM generate_series(1, "
-                "1000) i", (cid,))
+                "INSERT INTO pgcatalog_entries (cid, path, depth) "
+                "SELECT %s, '/p/' || i, 2 FROM generate_series(1, 1000) i",
+                (cid,))
             conn.execute(
                 "INSERT INTO pgcatalog_text (rid, cid, name, tsv) SELECT "
                 "e.rid, e.cid, n.name, CASE WHEN n.name = 'SearchableText' "
@@ -668,9 +667,9 @@ def test_index_id_quoted_in_its_index_and_conditions():
             index = _named(name)
             schema.ensure_index_ddl(conn, schema.index_statements(index, cid))
             conn.execute(
-                "INSERT INTO pgcatalog_entries (cid, path, parent, depth) "
-                "SELECT %s, '/p/' || i, '/p', 2 FROM generate_series(1, 50) "
-                "i", (cid,))
+                "INSERT INTO pgcatalog_entries (cid, path, depth) "
+                "SELECT %s, '/p/' || i, 2 FROM generate_series(1, 50) i",
+                (cid,))
             conn.execute(
                 "INSERT INTO pgcatalog_text (rid, cid, name, tsv) SELECT "
                 "e.rid, e.cid, n.name, CASE WHEN e.rid %% 2 = 0 THEN 'w' "

@@ -31,7 +31,7 @@ COMMITS = [
     (1, "0b64365"), (2, "027d0cf"), (2, "0b694cb"), (3, "4463a08"),
     (4, "79b2eb2"), (5, "36f1783"), (6, "cb8ff53"), (7, "86b9cdd"),
     (8, "dfa6a2b"), (9, "88d98d1"), (10, "7df4dad"), (11, "2fd0edd"),
-    (12, "fa92028"), (13, "9e8beea"), (14, "cdec45c"),
+    (12, "fa92028"), (13, "9e8beea"), (14, "cdec45c"), (15, "44f8205"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",
@@ -112,13 +112,20 @@ def data(ddl):
             "INSERT INTO pgcatalog_hot_names (cid, name, multi, code, kind) "
             "VALUES (1, 'portal_type', false, '1', 'keys'), (1, 'Subject', "
             "true, '2', 'keys'), (2, 'portal_type', false, '1', 'keys');")
-    rows += [
+    entries = (
         "INSERT INTO pgcatalog_entries (cid, path, parent, depth, idx) VALUES"
         "\n  (1, '/plone', '', 1, '{\"portal_type\": \"Plone Site\"}'),"
         "\n  (1, '/plone/doc', '/plone', 2, "
         "'{\"portal_type\": \"Document\", \"Subject\": [\"a\", \"b\"]}'),"
         "\n  (2, '/other/doc', '/other', 2, "
-        "'{\"portal_type\": \"Document\"}');",
+        "'{\"portal_type\": \"Document\"}');")
+    if "DROP COLUMN IF EXISTS parent" in text:
+        # version 16: the parent is computed from the path
+        entries = entries.replace("parent, ", "").replace(
+            "'', 1", "1").replace("'/plone', 2", "2").replace(
+            "'/other', 2", "2")
+    rows += [
+        entries,
         "INSERT INTO pgcatalog_meta (rid, meta) SELECT rid, "
         "json_build_object('Title', path, 'n', json_build_array(1, 2))"
         "::%s FROM pgcatalog_entries;" % meta_type,

@@ -9,9 +9,10 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     key the tool got at creation; holds the transactional change counter
     (``getCounter``).
 ``pgcatalog_entries``
-    the hot row: ``rid``, ``cid``, ``path`` / ``parent`` / ``depth`` (the
-    physical path, ``COLLATE "C"`` so ranges and ordering are by code point as
-    in ZCatalog), and ``idx``: every index value in one JSONB document.
+    the hot row: ``rid``, ``cid``, ``path`` / ``depth`` (the physical path,
+    ``COLLATE "C"`` so ranges and ordering are by code point as in
+    ZCatalog; its parent's path is computed from it, :func:`parent_sql`),
+    and ``idx``: every index value in one JSONB document.
 ``pgcatalog_meta`` / ``pgcatalog_meta_layouts``
     the brain metadata (typed codec), read lazily by rid batches; each
     record an array of values naming its layout, the column names stored
@@ -1014,9 +1015,39 @@ def replaced_indexes(conn):
         "= c.relname) ORDER BY 1", ()).fetchall()]
 
 
+def parent_sql(path):
+    """The parent's path of the entry whose path is ``path`` (SQL text over
+    a column), as ``writer.split_path`` cuts it: everything before the
+    last ``/``, or ``''`` when that is the first character or there is
+    none.  What the ``(cid, parent)`` B-tree is built on (version 16) and
+    what a folder's children and the navigation tree are found by."""
+    cut = "length({p}) - strpos(reverse({p}), '/')".format(p=path)
+    return ("(CASE WHEN strpos({p}, '/') > 0 AND {cut} > 0 THEN "
+            "left({p}, {cut}) ELSE '' END)".format(p=path, cut=cut))
+
+
+def _v16(conn):
+    """Version 16: an entry's parent path is computed from its path
+    (:func:`parent_sql`) under the ``(cid, parent)`` B-tree, no longer
+    stored beside it: 60 bytes per entry of the entries' heap (60 MB at
+    1,000,000 entries) in the rows written from now on (a dropped column
+    costs nothing in a new row; ``VACUUM FULL pgcatalog_entries`` packs the
+    old ones).  The B-tree is built again here, in the migration's
+    transaction (2 s at 1,000,000 entries; writes to the entries wait)."""
+    conn.execute("DROP INDEX IF EXISTS pgcatalog_entries_parent_v16")
+    conn.execute("CREATE INDEX pgcatalog_entries_parent_v16 ON "
+                 "pgcatalog_entries (cid, (%s))" % parent_sql("path"))
+    conn.execute("DROP INDEX IF EXISTS pgcatalog_entries_parent")
+    conn.execute("ALTER INDEX pgcatalog_entries_parent_v16 RENAME TO "
+                 "pgcatalog_entries_parent")
+    conn.execute("ALTER TABLE pgcatalog_entries DROP COLUMN IF EXISTS "
+                 "parent")
+    conn.execute("ANALYZE pgcatalog_entries")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
-         _v13, _v14, _v15]
+         _v13, _v14, _v15, _v16]
 
 SCHEMA_VERSION = len(STEPS)
 

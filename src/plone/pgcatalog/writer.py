@@ -210,7 +210,8 @@ def resolve_metadata(lazy, present):
 
 
 def split_path(path):
-    """``(parent, depth)`` of a catalog path (uid)."""
+    """``(parent, depth)`` of a catalog path (uid); the parent is not
+    stored, but computed from the path alike (``schema.parent_sql``)."""
     parts = [p for p in path.split("/") if p]
     cut = path.rfind("/")
     parent = path[:cut] if cut > 0 else ""
@@ -231,10 +232,10 @@ def lock_statement(cid, paths):
 def claim_statement(cid, path):
     """Write entry ``path``'s key (a row of no index values, deleted next
     in the same transaction) unless a row holds it (see CLAIMED_DELETE)."""
-    parent, depth = split_path(path)
-    return q("INSERT INTO {} (cid, path, parent, depth, idx) VALUES ({}, "
-             "{}, {}, {}, {}::jsonb) ON CONFLICT (cid, path) DO NOTHING",
-             ENTRIES, cid, path, parent, depth, "{}")
+    _, depth = split_path(path)
+    return q("INSERT INTO {} (cid, path, depth, idx) VALUES ({}, {}, {}, "
+             "{}::jsonb) ON CONFLICT (cid, path) DO NOTHING",
+             ENTRIES, cid, path, depth, "{}")
 
 
 def delete_statement(cid, path):
@@ -254,8 +255,8 @@ def upsert_statement(cid, path, op):
     change, and such a write made a new version of the row (and of the
     entry's, of its every index but for a HOT update).  The entry's rid
     then comes from the row as it stands (``r``)."""
-    parent, depth = split_path(path)
-    values = q("({}, {}, {}, {}, {}::jsonb)", cid, path, parent, depth,
+    _, depth = split_path(path)
+    values = q("({}, {}, {}, {}::jsonb)", cid, path, depth,
                orjson.dumps(op.idx_set).decode("utf-8"))
     if op.full:
         new = q("EXCLUDED.idx")
@@ -263,7 +264,7 @@ def upsert_statement(cid, path, op):
         new = q("((x.idx || EXCLUDED.idx) - {}::text[])",
                 list(op.idx_remove))
     # as text: jsonb's equality takes 1 for 1.0, which must be written
-    ctes = [q("e AS (INSERT INTO {} AS x (cid, path, parent, depth, idx) "
+    ctes = [q("e AS (INSERT INTO {} AS x (cid, path, depth, idx) "
               "VALUES {} ON CONFLICT (cid, path) DO UPDATE SET idx = {} "
               "WHERE x.idx::text IS DISTINCT FROM ({})::text RETURNING rid)",
               ENTRIES, values, new, new),

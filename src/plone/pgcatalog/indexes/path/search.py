@@ -6,6 +6,7 @@ navtree, navtree_start), the index (its own physical path and
 :class:`Result`.  The module docstring of :mod:`plone.pgcatalog.indexes.path`
 names the quirks of ZCatalog's answers kept here.
 """
+from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import FALSE
 from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import q
@@ -26,6 +27,8 @@ from plone.pgcatalog.indexes.path.predicates import slice_eq
 
 #: the level of a negative-level search (``generate_series`` ``g``) and
 #: the entry's components computed once for all levels (``cc``)
+#: the entry's parent path, as its (cid, parent) B-tree computes it
+PARENT = q(schema.parent_sql("e.path"))
 LEVEL = q("g.l")
 LEVEL_COMPS = q("cc.c")
 
@@ -218,7 +221,7 @@ class PathSearch:
                 parents = ["/".join([""] + h) for h in heads]
                 if not parents:
                     return FALSE
-                return q("e.parent = ANY({}::text[])", parents)
+                return q("{} = ANY({}::text[])", PARENT, parents)
             # breadcrumbs: the objects along the path; an object above
             # navtree_start depends on _depth >= navtree_start.
             sure = ["/" + "/".join(h) for h in heads
@@ -239,7 +242,7 @@ class PathSearch:
         # _index_parents keys are normalised: "/" or "/a/b"
         if path != "/" + "/".join(comps):
             return FALSE
-        return q("e.parent = {}", path if comps else "")
+        return q("{} = {}", PARENT, path if comps else "")
 
     def search_any_level(self, path):
         """The levels 1.._depth of a negative-level search (level 0 is

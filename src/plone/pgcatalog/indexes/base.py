@@ -11,7 +11,7 @@ The small interface, mixed in by :class:`PGIndex`:
 ``pgc_storage``
     Where the value lives: ``"idx"`` (a key of the entry's JSONB ``idx``
     column, named like the index), ``"text"`` (a row of ``pgcatalog_text``),
-    ``"path"`` (the entry's own ``path``/``parent``/``depth`` columns) or
+    ``"path"`` (the entry's own ``path``/``depth`` columns) or
     ``"none"`` (nothing stored, e.g. the Gopip sort-only index).
 
 ``pgc_extract(obj)``

@@ -21,7 +21,7 @@ class IIndexKind(Interface):
     pgc_storage = Attribute(
         "Where the value lives: 'idx' (a key of the entry's JSONB ``idx`` "
         "named like the index), 'text' (a row of pgcatalog_text), 'path' "
-        "(the entry's path/parent/depth columns) or 'none' (nothing stored: "
+        "(the entry's path/depth columns) or 'none' (nothing stored: "
         "GopipIndex sorts by the folders' order).")
     pgc_sortable = Attribute("The index can be a sort_on index.")
     pgc_python_sort = Attribute(

@@ -1,8 +1,10 @@
 """ExtendedPathIndex (``path``) answered from the entry's own columns.
 
 The value of this index is not kept in ``idx``: every entry row has
-``path`` (the physical path, ``COLLATE "C"``), ``parent`` (the parent's path,
-``''`` for a one-component path) and ``depth`` (the number of components).
+``path`` (the physical path, ``COLLATE "C"``) and ``depth`` (the number of
+components); the parent's path (``''`` for a one-component path) is
+computed from ``path`` (``schema.parent_sql``, under the (cid, parent)
+B-tree: written ``e.parent`` below).
 
 :meth:`PGExtendedPathIndex.pgc_where` translates one query into SQL that
 returns exactly what ``ExtendedPathIndex.query_index`` returns, quirks

@@ -643,13 +643,7 @@ def test_text_conditions_use_the_index_and_its_own_statistics():
             estimate = plan["Plans"][0]["Plan Rows"]
             assert 400 <= estimate <= 900, estimate
             assert fetch({"conn": conn}, count) == [(600,)]
-            (name, _), = [spec.statement(cid, "SearchableText")
-                          for spec in index.pgc_indexes()]
-            with conn.transaction():
-                conn.execute("SET LOCAL enable_seqscan = off")
-                plan = "\n".join(r[0] for r in conn.execute(
-                    "EXPLAIN " + count.text, count.params).fetchall())
-            assert name in plan, plan
+            _assert_served_by_its_index(conn, index, cid, count)
     finally:
         pgserver.drop_database(dsn)
 
@@ -677,15 +671,21 @@ def test_index_id_quoted_in_its_index_and_conditions():
                 "unnest(%s::text[]) AS n(name)", ([name, "Title"],))
             count = index.pgc_df_sql(cid, "w", exact=True)
             assert fetch({"conn": conn}, count) == [(25,)]
-            (pg_name, _), = [spec.statement(cid, name)
-                             for spec in index.pgc_indexes()]
-            with conn.transaction():
-                conn.execute("SET LOCAL enable_seqscan = off")
-                plan = "\n".join(r[0] for r in conn.execute(
-                    "EXPLAIN " + count.text, count.params).fetchall())
-            assert pg_name in plan, plan
+            _assert_served_by_its_index(conn, index, cid, count)
     finally:
         pgserver.drop_database(dsn)
+
+
+def _assert_served_by_its_index(conn, index, cid, statement):
+    """PostgreSQL can answer ``statement`` (a Fragment) from ``index``'s
+    GIN index (a sequential scan forbidden)."""
+    (name, _), = [spec.statement(cid, index.getId())
+                  for spec in index.pgc_indexes()]
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN " + statement.text, statement.params).fetchall())
+    assert name in plan, plan
 
 
 def _named(name):

@@ -25,10 +25,10 @@ from plone.pgcatalog.indexes.path.predicates import outside_tree
 from plone.pgcatalog.indexes.path.predicates import slice_eq
 
 
-#: the level of a negative-level search (``generate_series`` ``g``) and
-#: the entry's components computed once for all levels (``cc``)
 #: the entry's parent path, as its (cid, parent) B-tree computes it
 PARENT = q(schema.parent_sql("e.path"))
+#: the level of a negative-level search (``generate_series`` ``g``) and
+#: the entry's components computed once for all levels (``cc``)
 LEVEL = q("g.l")
 LEVEL_COMPS = q("cc.c")
 

@@ -122,6 +122,8 @@ def indexed_words(name, row=None):
         return q("(CASE WHEN name = {} THEN tsv END)", name)
     return q("(CASE WHEN {} = {} THEN {} END)", ident(row, "name"), name,
              ident(row, "tsv"))
+
+
 #: the statement's catalog scope, when no catalog id is known
 _NO_SCOPE = q("")
 

@@ -341,6 +341,95 @@ def test_text_indexes_built_again_on_their_words(database):
         (expected[0],)).fetchone()[0] == 1
 
 
+def test_value_b_trees_built_again_deduplicated(database):
+    """Version 17: a value index's B-tree registered in the version 16
+    form (its first key the ``jsonb`` value, NULL for a string) is built
+    again with a text key (``pgcatalog_json_key``), registered under its
+    new name for every catalog, the old one dropped after the migration's
+    commit; PostgreSQL deduplicates the new one (a repeated value is one
+    key), which equality and sorting use; what is not a value index's is
+    left alone."""
+    from plone.pgcatalog import db
+    from plone.pgcatalog import ddl
+    from plone.pgcatalog.indexes.field import PGFieldIndex
+
+    dsn, conn = database
+    path = [p for p in OLD_SCHEMAS if os.path.basename(p).startswith(
+        "v16-")][0]
+    load(conn, path)
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) SELECT 1, "
+        "'/plone/n' || i, 1, jsonb_build_object('portal_type', CASE WHEN "
+        "i %% 3 = 0 THEN 'Document' ELSE 'Folder' END, 'it''s %% odd', i "
+        "%% 7) FROM generate_series(1, 3000) i", ())
+    old = {}
+    for name in ("portal_type", "it's % odd"):
+        old[name], stmt = schema._v16_value_sort(name)
+        conn.execute(stmt, ())
+        conn.execute("INSERT INTO pgcatalog_indexes (cid, name, pg_index) "
+                     "VALUES (1, %s, %s), (2, %s, %s)",
+                     (name, old[name], name, old[name]))
+    before = {name: conn.execute("SELECT pg_relation_size(%s)", (
+        old[name],)).fetchone()[0] for name in old}
+
+    assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+
+    assert schema.replaced_indexes(conn) == sorted(old.values())
+    try:
+        db.ensure_schema(dsn)
+    finally:
+        db._schema_ready.discard(dsn)
+        db._pools.pop(dsn).close()
+    assert schema.replaced_indexes(conn) == []
+
+    found = _pg_indexes(conn)
+    new = {}
+    for name in old:
+        assert old[name] not in found
+        index = PGFieldIndex.__new__(PGFieldIndex)
+        index.id = name
+        (new[name],) = ddl.wanted(index, 1)
+        assert new[name] in found
+        # deduplicated: a third of the size or less
+        assert conn.execute("SELECT pg_relation_size(%s)", (
+            new[name],)).fetchone()[0] * 3 <= before[name], name
+    registered = conn.execute(
+        "SELECT cid, name, pg_index FROM pgcatalog_indexes WHERE pg_index "
+        "<> 'pgcatalog_x_0123456789ab' ORDER BY 1, 2").fetchall()
+    assert registered == sorted(
+        (cid, name, new[name]) for cid in (1, 2) for name in old)
+
+    index = PGFieldIndex.__new__(PGFieldIndex)
+    index.id = "it's % odd"
+    for where, order in ((index.pgc_eq_sql([3]), ()),
+                         (psycopg_true(), common_sort(index))):
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            statement = "SELECT e.rid FROM pgcatalog_entries e WHERE %s" % (
+                where.text,)
+            if order:
+                statement += " ORDER BY %s LIMIT 5" % ", ".join(
+                    k.text for k in order)
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN " + statement, where.params).fetchall())
+            assert new["it's % odd"] in plan, plan
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_entries e WHERE " +
+        index.pgc_eq_sql([3, 4.0]).text, index.pgc_eq_sql([3, 4.0]).params
+    ).fetchone()[0] == 858
+
+
+def psycopg_true():
+    from plone.pgcatalog.fragment import TRUE
+    return TRUE
+
+
+def common_sort(index):
+    from plone.pgcatalog.indexes import common
+    return common.sort_sql(index)
+
+
 def test_a_migration_in_progress_is_waited_for(database):
     """A process whose catalog connection waits 200 ms for a lock waits
     for another process's migration (the DDL lock) instead of failing."""

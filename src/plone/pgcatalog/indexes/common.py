@@ -13,6 +13,7 @@ from Products.PluginIndexes.unindex import _marker
 from plone.pgcatalog import codec
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import literal
@@ -270,11 +271,25 @@ def value_eq_sql(index, values, alias="e"):
         parts.append(q("({} IS NULL AND {} = {} AND {} = {})", kind, prefix,
                        value[:PREFIX], text, value))
     if other:
+        # the sort key (what the B-tree holds) found, the value compared
+        # (a key longer than the B-tree holds is cut)
+        expr = index.pgc_key_sql(alias)
         if len(other) == 1:
-            parts.append(q("{} = {}::jsonb", kind, other[0]))
+            parts.append(q("({} = {} AND {} = {}::jsonb)", kind,
+                           value_key_sql(q("{}::jsonb", other[0])), expr,
+                           other[0]))
         else:
-            parts.append(q("{} = ANY({}::jsonb[])", kind, other))
+            parts.append(q("({} = ANY(ARRAY(SELECT {} FROM unnest({}::jsonb[]) "
+                           "AS v(v))) AND {} = ANY({}::jsonb[]))", kind,
+                           value_key_sql(q("v.v")), other, expr, other))
     return or_(*parts)
+
+
+def value_key_sql(value):
+    """The sort key of ``value`` (a Fragment, ``jsonb``, not a string): what
+    :func:`sort_kind_sql` gives an entry holding it."""
+    return q("(left(pgcatalog_json_key({}), {}) COLLATE \"C\")", value,
+             literal(schema.KEY_CHARS))
 
 
 def not_only_sql(index, not_values, has_range, any_sql):
@@ -318,13 +333,13 @@ def prefix_of(text_expr):
 
 
 def sort_kind_sql(index, alias="e"):
-    """NULL for a string value, else the value itself (JSON order): the
-    first sort key, so non-strings come first in their JSON order and
-    strings follow by code point (Python's order for the values ZCatalog
-    can sort together)."""
+    """NULL for a string value, else the value's sort key
+    (``schema.value_kind_sql``: text in the value's order, JSON's order
+    of the types, Python's within a type): the first sort key, so
+    non-strings come first in their order and strings follow by code point
+    (Python's order for the values ZCatalog can sort together)."""
     expr = index.pgc_key_sql(alias)
-    return q("(CASE WHEN jsonb_typeof({}) = 'string' THEN NULL ELSE {} END)",
-             expr, expr)
+    return Fragment(schema.value_kind_sql(expr.text), expr.params)
 
 
 def sort_sql(index):

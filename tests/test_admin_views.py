@@ -143,8 +143,7 @@ class TestAdminViews(unittest.TestCase):
         self.assertEqual(set(tables), {"pgcatalog_entries", "pgcatalog_meta",
                                        "pgcatalog_text", "pgcatalog_lists",
                                        "pgcatalog_hot", "pgcatalog_hot_sets",
-                                       "pgcatalog_hot_counts",
-                                       "pgcatalog_hot_free"})
+                                       "pgcatalog_hot_counts"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

@@ -230,13 +230,6 @@ class TestHotKeys(ManagerWithoutCache):
             "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
             "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
             "h.keys))", self.store.cid, self.store.cid)) + [
-                ("free",) + tuple(row) for row in self.store.rows(q(
-                    "SELECT coalesce(e.rid, f.rid) FROM (SELECT * FROM "
-                    "pgcatalog_entries WHERE cid = {}) e FULL JOIN (SELECT "
-                    "* FROM pgcatalog_hot_free WHERE cid = {}) f ON f.rid = "
-                    "e.rid WHERE nullif(pgcatalog_hot_free_keys(e.cid, "
-                    "pgcatalog_hot_keys(e.cid, e.idx)), '{{}}') IS DISTINCT "
-                    "FROM f.keys", self.store.cid, self.store.cid))] + [
                 ("counts",) + row for row in
                 verifystore.hot_count_mismatches(self.store, 10)]
 
@@ -305,72 +298,6 @@ class TestHotKeys(ManagerWithoutCache):
 
     def test_answers_equal_the_entries_answers(self):
         self.assert_same_answers()
-
-    def reads_free(self, query):
-        _answer, sent = statements(self.catalog, lambda: self.answer(query))
-        return any("pgcatalog_hot_free" in search_part(text)
-                   for text in sent)
-
-    def test_free_keys_answered_from_their_own_rows(self):
-        """Schema version 18: the keys outside the key sets (Subject's)
-        are also the narrow rows of ``pgcatalog_hot_free``; a query whose
-        hot conditions are all on them reads those rows, any other the hot
-        rows; an index object registered before (no record of the free
-        rows) reads the hot rows.  Same answers every way."""
-        cid = self.store.cid
-        subject = self.index("Subject")
-        self.assertEqual(hot.kept_in(subject, cid), "free")
-        self.assertEqual(hot.kept_in(self.index("portal_type"), cid), "sets")
-        rows = dict(self.store.rows(q(
-            "SELECT e.path, f.keys FROM pgcatalog_hot_free f JOIN "
-            "pgcatalog_entries e ON e.rid = f.rid WHERE f.cid = {} AND "
-            "e.path LIKE '/plone/hot/%%'", cid)))
-        code = hot.code(subject, cid)
-        self.assertEqual(rows["/plone/hot/d1"], [hot.key(code, "other"),
-                                                 hot.key(code, "tag")])
-        self.assertEqual(rows["/plone/hot/d0"], [hot.key(code, "tag")])
-        free = ({"Subject": "tag"},
-                {"Subject": {"query": ["tag", "other"], "operator": "and"}},
-                {"Subject": ["other", "nothing"]},
-                {"Subject": "nothing"},
-                {"Subject": "tag", "b_size": 2})
-        for query in free:
-            self.assertTrue(self.reads_free(query), query)
-        for query in ({"portal_type": "Document", "Subject": "tag"},
-                      {"Subject": "tag", "path": "/plone/hot"},
-                      {"Subject": "tag", "effectiveRange": NOW}):
-            self.assertFalse(self.reads_free(query), query)
-        self.assert_same_answers(free)
-        # registered before version 18: the hot rows answer
-        subject._pgc_hot_sets = {}
-        self.assertIsNone(hot.kept_in(subject, cid))
-        for query in free:
-            self.assertFalse(self.reads_free(query), query)
-        self.assert_same_answers(free)
-        # pgc_sync_indexes (upgrade 1005 -> 1006) records them, without
-        # computing the rows again
-        _answer, sent = statements(
-            self.catalog, lambda: hot.register(
-                self.store.session, cid, subject))
-        self.assertEqual(hot.kept_in(subject, cid), "free")
-        self.assertFalse([t for t in sent if "INSERT" in t], sent)
-        # written with the entries: a tag added, a tag removed, no tag left,
-        # an entry gone
-        doc = self.portal.hot
-        doc.d1.setSubject(("other",))
-        doc.d1.reindexObject()
-        doc.d2.setSubject(("tag", "new"))
-        doc.d2.reindexObject()
-        doc.d0.setSubject(())
-        doc.d0.reindexObject()
-        doc.manage_delObjects(["d4"])
-        self.assertEqual(self.mismatches(), [])
-        self.assert_same_answers(free + ({"Subject": "new"},))
-        transaction.commit()
-        self.assertEqual(self.mismatches(), [])
-        self.assertFalse(self.store.rows(q(
-            "SELECT 1 FROM pgcatalog_hot_free f WHERE f.rid = {}",
-            self.catalog.getrid("/plone/hot/d0"))))
         self.assertEqual(self.answer({"portal_type": "Document",
                                       "review_state": "published"})[1], 2)
 

@@ -130,8 +130,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
-        "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
-        "pgcatalog_hot_free"])
+        "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -183,10 +182,6 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert ("pgcatalog_entries", "parent") not in columns
     assert "strpos(reverse(path), '/'::text)" in indexes[
         "pgcatalog_entries_parent"]
-    # version 18: the free keys' narrow rows, under their own GIN index
-    assert "USING gin (keys)" in indexes["pgcatalog_hot_free_keys"]
-    assert columns[("pgcatalog_hot_free", "keys")][2] == "C"
-    assert tables["pgcatalog_hot_free"] == "fillfactor=100"
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

@@ -240,30 +240,6 @@ class TestVerify(VerifyCase):
                 portal_type="Document")),
             ["/plone/f/d%d" % n for n in range(6)])
 
-    def test_stale_free_keys_row(self):
-        # the free keys' rows (schema version 18) are kept by the same
-        # trigger: only a change behind the catalog's back makes one differ
-        code = hot.code(self.catalog._catalog.getIndex("Subject"),
-                        self.store().cid)
-        self.write("INSERT INTO {} (rid, cid, keys) SELECT e.rid, e.cid, "
-                   "ARRAY[{}] FROM {} e WHERE e.path = {} ON CONFLICT (rid) "
-                   "DO UPDATE SET keys = EXCLUDED.keys", ident(schema.HOT_FREE),
-                   hot.key(code, "ghost"), ident(schema.ENTRIES),
-                   "/plone/f/d1")
-        self.write("INSERT INTO {} (rid, cid, keys) VALUES (987654322, {}, "
-                   "ARRAY[{}])", ident(schema.HOT_FREE), self.store().cid,
-                   hot.key(code, "ghost"))
-        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
-            Subject="ghost")), 2)  # wrong: no entry has it
-        report = self.verify()
-        self.assertFound(report, {"stale_hot": [
-            "/plone/f/d1", "rid:987654322"]})
-        report = self.verify(repair=True)
-        self.assertEqual(report.repaired, 2)
-        self.assertTrue(self.verify().clean)
-        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
-            Subject="ghost")), 0)
-
     def test_wrong_counts_of_a_key_set(self):
         # the key sets' counts are kept by a trigger: only a change behind
         # the catalog's back makes them wrong (hot.py)

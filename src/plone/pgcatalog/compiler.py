@@ -140,10 +140,8 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
             return subtree_beside_keys(store, hot_conditions, hot_where)
         if hot_where is not None:
             counted = hot.kept(hot_conditions)
-            # (the free keys' rows when every condition is on such keys)
             return plans.EveryMatch(
-                hot_where, source=hot.source(hot_conditions), rid=hot.RID,
-                head=hot_count,
+                hot_where, source=hot.HOT, rid=hot.RID, head=hot_count,
                 keys_where=hot_keys, counted=counted,
                 # the sets' ids the kept count found
                 whole_where=hot.where(store.cid, hot_conditions,

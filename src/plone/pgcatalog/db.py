@@ -194,8 +194,7 @@ def analyze(dsn):
         with get_pool(dsn).connection() as conn:
             run(conn, q("ANALYZE (SKIP_LOCKED) {}", join(", ", [
                 ident(schema.ENTRIES), ident(schema.META),
-                ident(schema.TEXT), ident(schema.HOT),
-                ident(schema.HOT_FREE)])))
+                ident(schema.TEXT), ident(schema.HOT)])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",

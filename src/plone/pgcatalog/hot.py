@@ -95,17 +95,6 @@ range of it, each row's set looked up in a hash of the matching sets' ids
 (:func:`where`); the site root's path is a condition every entry meets
 (:data:`EVERYWHERE`), left out.
 
-Free keys (schema version 18): the keys outside the sets (``Subject``'s
-by default) are also one narrow row of ``pgcatalog_hot_free`` per entry
-having any, ``(rid, cid, keys)`` under a GIN index of its own, kept by the
-same trigger.  A query whose hot conditions are all on such keys reads
-those rows instead of the hot rows (:func:`source`): about 90 bytes each,
-a third of a hot row, so a third of the pages to visit (two tags at
-1,000,000 entries: 14,822 hot-row pages).  The index object records that
-its keys are there as it records the sets (``_pgc_hot_sets[cid]`` False,
-where True says "in the sets"); an object without that record (registered
-before version 18) is answered from the hot rows, always right.
-
 Used by the compiler for every-match answers and a batch's total when
 every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
 anything else reads ``pgcatalog_entries`` as before.
@@ -126,9 +115,6 @@ RID = q("h.rid")
 HOT_NAMES = ident(schema.HOT_NAMES)
 HOT_SETS = ident(schema.HOT_SETS)
 HOT_COUNTS = ident(schema.HOT_COUNTS)
-#: the free keys' rows, under the hot rows' alias: the keys' conditions
-#: read the same there
-FREE = q("{} h", ident(schema.HOT_FREE))
 ENTRIES = ident(schema.ENTRIES)
 #: between an index's code and a value in a key
 SEP = "\x1f"
@@ -186,14 +172,6 @@ def in_sets(index, cid):
     return bool((getattr(index, "_pgc_hot_sets", None) or {}).get(cid))
 
 
-def kept_in(index, cid):
-    """Where catalog ``cid`` keeps ``index``'s keys besides the hot rows,
-    as registered: "sets" (the key sets), "free" (the free keys' rows,
-    schema version 18) or None (the hot rows only)."""
-    found = (getattr(index, "_pgc_hot_sets", None) or {}).get(cid)
-    return "sets" if found else ("free" if found is False else None)
-
-
 def code(index, cid):
     """``index``'s code in catalog ``cid``'s hot keys."""
     return index._pgc_hot_codes[cid]
@@ -227,18 +205,14 @@ def query_keys(index, iq, qc, stored):
 class KeyCondition(Fragment):
     """A condition on the hot row ``h``'s keys, which :func:`where` can ask
     of the key sets ``s`` instead when ``sets`` (the index's keys are in
-    the sets), and :func:`source` of the free keys' rows when ``free``
-    (they are there)."""
+    the sets)."""
 
-    __slots__ = ("op", "keys", "sets", "free")
+    __slots__ = ("op", "keys", "sets")
 
-    def __init__(self, op, keys, kept):
+    def __init__(self, op, keys, sets):
         fragment = self.over("h", op, keys)
         super().__init__(fragment.text, fragment.params)
-        self.op, self.keys = op, keys
-        # ``kept``: kept_in's answer (a boolean: in the sets or not)
-        self.sets = kept is True or kept == "sets"
-        self.free = kept == "free"
+        self.op, self.keys, self.sets = op, keys, sets
 
     @staticmethod
     def over(alias, op, keys):
@@ -248,15 +222,15 @@ class KeyCondition(Fragment):
         return self.over("s", self.op, self.keys)
 
 
-def any_of(found, kept=None):
-    """The entry ``h`` has one of the keys ``found`` (``kept``: where they
-    are kept besides the hot rows, :func:`kept_in`)."""
-    return KeyCondition("@>" if len(found) == 1 else "&&", list(found), kept)
+def any_of(found, sets=False):
+    """The entry ``h`` has one of the keys ``found`` (``sets``: they are
+    in the key sets)."""
+    return KeyCondition("@>" if len(found) == 1 else "&&", list(found), sets)
 
 
-def all_of(found, kept=None):
+def all_of(found, sets=False):
     """The entry ``h`` has every key of ``found``."""
-    return KeyCondition("@>", list(found), kept)
+    return KeyCondition("@>", list(found), sets)
 
 
 def bool_key(code, value):
@@ -299,19 +273,6 @@ def range_contains(term, exact):
     ``exact`` (the entry's own condition said of ``h.rng``)."""
     return q("((h.lo <= {} AND h.hi >= {}) OR (h.rng IS NOT NULL AND {}))",
              term, term, exact)
-
-
-def source(conditions):
-    """The rows that answer the hot conditions of a query: the free keys'
-    rows (:data:`FREE`) when every one is a key condition on free keys,
-    else the hot rows (:data:`HOT`).  The free keys' rows have the hot
-    rows' ``rid``, ``cid`` and ``keys`` (those keys only), under the same
-    alias: :func:`where`'s keys form reads the same there."""
-    conditions = _meaningful(conditions)
-    if conditions and all(isinstance(c, KeyCondition) and c.free
-                          for c in conditions):
-        return FREE
-    return HOT
 
 
 def _in_sets(keys):
@@ -493,7 +454,7 @@ def count(cid, conditions):
     ranged = [c for c in conditions if isinstance(c, Ranged)]
     if not kept(conditions):
         return q("SELECT count(*), {}::bigint FROM {} WHERE {}", BIGINT_MIN,
-                 source(conditions), where(cid, conditions, sets=False))
+                 HOT, where(cid, conditions, sets=False))
     # the sets' ids are found once (a materialized CTE; a sub-select in
     # FROM would be found again for each use)
     mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
@@ -529,8 +490,7 @@ def register(session, cid, index):
     name, multi = index.getId(), bool(index.pgc_multi)
     kind = getattr(index, "pgc_hot_kind", "keys")
     in_set = kind != "range" and name not in set_excluded()
-    if ready(index, cid) and kept_in(index, cid) == (
-            "sets" if in_set else "free"):
+    if ready(index, cid) and in_sets(index, cid) == in_set:
         # registered, in the transaction that marked this index object
         # (another kind under the name is another object)
         return
@@ -562,8 +522,7 @@ def register(session, cid, index):
         refill(session, cid)
         session.hot_changed.add(cid)
     # else: only this object's record of the sets was missing (a catalog
-    # upgraded to schema version 9, which filled the sets by the default,
-    # or 18, which filled the free keys' rows)
+    # upgraded to schema version 9, which filled the sets by the default)
     _mark(index, cid, mine, in_set)
 
 
@@ -597,14 +556,12 @@ def _mark(index, cid, code, in_set):
         else:
             codes[cid] = code
         index._pgc_hot_codes = codes
-    # True: in the key sets; False: in the free keys' rows (version 18)
     sets = dict(getattr(index, "_pgc_hot_sets", None) or {})
-    wanted = None if code is None else bool(in_set)
-    if sets.get(cid) != wanted:
-        if wanted is None:
-            sets.pop(cid, None)
+    if bool(sets.get(cid)) != bool(in_set and code is not None):
+        if in_set and code is not None:
+            sets[cid] = True
         else:
-            sets[cid] = wanted
+            sets.pop(cid, None)
         index._pgc_hot_sets = sets
 
 
@@ -622,15 +579,7 @@ def _recompute(session, cid, only):
         "e.idx) AS keys, b.lo, b.hi, b.rng FROM {} e, LATERAL "
         "pgcatalog_hot_bounds(e.cid, e.idx) b WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
-        "cardinality(k.keys) = 0), "
-        "f AS (SELECT k.rid, k.cid, pgcatalog_hot_free_keys(k.cid, k.keys) "
-        "AS keys FROM k), "
-        "free_gone AS (DELETE FROM {} x USING f WHERE x.rid = f.rid AND "
-        "cardinality(f.keys) = 0), "
-        "free_put AS (INSERT INTO {} AS x (rid, cid, keys) SELECT f.rid, "
-        "f.cid, f.keys FROM f WHERE cardinality(f.keys) > 0 ON CONFLICT "
-        "(rid) DO UPDATE SET cid = EXCLUDED.cid, keys = EXCLUDED.keys WHERE "
-        "(x.cid, x.keys) IS DISTINCT FROM (EXCLUDED.cid, EXCLUDED.keys)) "
+        "cardinality(k.keys) = 0) "
         "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng, sid, path) SELECT "
         "k.rid, k.cid, k.keys, k.lo, k.hi, k.rng, pgcatalog_hot_set(k.cid, "
         "k.keys), k.path FROM k WHERE cardinality(k.keys) > 0 ON CONFLICT "
@@ -639,19 +588,17 @@ def _recompute(session, cid, only):
         "EXCLUDED.path WHERE (h.keys, h.lo, h.hi, h.rng, h.sid, h.path) IS "
         "DISTINCT FROM (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, "
         "EXCLUDED.rng, EXCLUDED.sid, EXCLUDED.path)", ENTRIES,
-        cid, only, ident(schema.HOT), ident(schema.HOT_FREE),
-        ident(schema.HOT_FREE), ident(schema.HOT)))
+        cid, only, ident(schema.HOT), ident(schema.HOT)))
 
 
 def refresh(session, cid, rids):
     """Compute the hot rows of catalog ``cid``'s entries ``rids`` again,
     and drop hot rows of ``rids`` without an entry (verify's repair)."""
     rids = list(rids)
-    for table in (schema.HOT, schema.HOT_FREE):
-        session.execute_write(cid, q(
-            "DELETE FROM {} h WHERE h.cid = {} AND h.rid = ANY({}::bigint[]) "
-            "AND NOT EXISTS (SELECT 1 FROM {} e WHERE e.rid = h.rid)",
-            ident(table), cid, rids, ENTRIES))
+    session.execute_write(cid, q(
+        "DELETE FROM {} h WHERE h.cid = {} AND h.rid = ANY({}::bigint[]) AND "
+        "NOT EXISTS (SELECT 1 FROM {} e WHERE e.rid = h.rid)",
+        ident(schema.HOT), cid, rids, ENTRIES))
     _recompute(session, cid, q(" AND e.rid = ANY({}::bigint[])", rids))
 
 

@@ -53,11 +53,6 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     row names, and the number of hot rows of each set, kept by a trigger
     as insert-only +1 / -1 rows folded from time to time: a count of many
     matches reads a few rows per set (:mod:`plone.pgcatalog.hot`).
-``pgcatalog_hot_free``
-    the hot keys outside the key sets (``Subject``'s), one narrow row per
-    entry having any, under their own GIN index, kept by the same trigger
-    (version 18): a search on those keys alone reads a third of the pages
-    the hot rows take (:mod:`plone.pgcatalog.hot`).
 
 Per-index PostgreSQL indexes are described by the index kinds
 (``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
@@ -93,7 +88,6 @@ HOT = "pgcatalog_hot"
 HOT_NAMES = "pgcatalog_hot_names"
 HOT_SETS = "pgcatalog_hot_sets"
 HOT_COUNTS = "pgcatalog_hot_counts"
-HOT_FREE = "pgcatalog_hot_free"
 WORDS = "pgcatalog_words"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
@@ -1055,103 +1049,6 @@ def _v16(conn):
     conn.execute("ANALYZE pgcatalog_entries")
 
 
-# The keys of a hot row outside the key sets (version 18): those of the
-# indexes left out of the sets (``pgcatalog_hot_names.in_set`` false:
-# ``Subject`` by default), sorted; the complement of
-# ``pgcatalog_hot_set_keys``.
-_V18_FREE_KEYS = r"""
-CREATE OR REPLACE FUNCTION pgcatalog_hot_free_keys(p_cid integer,
-                                                   p_keys text[])
-RETURNS text[] LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(k.k ORDER BY k.k), '{}'::text[])
-    FROM unnest(p_keys) AS k(k)
-    WHERE EXISTS (
-        SELECT 1 FROM pgcatalog_hot_names n
-        WHERE n.cid = p_cid AND NOT n.in_set
-          AND left(k.k, length(n.code) + 1) IN (n.code || chr(31),
-                                                n.code || chr(30)))
-$$"""
-
-# The hot row and the free keys' row written with their entry (version 18).
-_V18_SYNC = r"""
-CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    found text[];
-    free text[];
-    b record;
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
-        DELETE FROM pgcatalog_hot_free WHERE rid = OLD.rid;
-        RETURN NULL;
-    END IF;
-    found := pgcatalog_hot_keys(NEW.cid, NEW.idx);
-    free := pgcatalog_hot_free_keys(NEW.cid, found);
-    IF cardinality(free) = 0 THEN
-        IF TG_OP = 'UPDATE' THEN
-            DELETE FROM pgcatalog_hot_free WHERE rid = NEW.rid;
-        END IF;
-    ELSE
-        INSERT INTO pgcatalog_hot_free (rid, cid, keys)
-        VALUES (NEW.rid, NEW.cid, free)
-        ON CONFLICT (rid) DO UPDATE SET cid = EXCLUDED.cid,
-            keys = EXCLUDED.keys
-        WHERE (pgcatalog_hot_free.cid, pgcatalog_hot_free.keys)
-            IS DISTINCT FROM (EXCLUDED.cid, EXCLUDED.keys);
-    END IF;
-    IF cardinality(found) = 0 THEN
-        IF TG_OP = 'UPDATE' THEN
-            DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
-        END IF;
-    ELSE
-        SELECT * INTO b FROM pgcatalog_hot_bounds(NEW.cid, NEW.idx);
-        INSERT INTO pgcatalog_hot (rid, cid, keys, lo, hi, rng, sid, path)
-        VALUES (NEW.rid, NEW.cid, found, b.lo, b.hi, b.rng,
-                pgcatalog_hot_set(NEW.cid, found), NEW.path)
-        ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys,
-            lo = EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng,
-            sid = EXCLUDED.sid, path = EXCLUDED.path
-        WHERE (pgcatalog_hot.keys, pgcatalog_hot.lo, pgcatalog_hot.hi,
-               pgcatalog_hot.rng, pgcatalog_hot.sid, pgcatalog_hot.path)
-            IS DISTINCT FROM
-            (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng,
-             EXCLUDED.sid, EXCLUDED.path);
-    END IF;
-    RETURN NULL;
-END
-$$"""
-
-
-def _v18(conn):
-    """Version 18: the free keys.  ``pgcatalog_hot_free`` holds, for each
-    entry with any, its hot keys outside the key sets (``Subject``'s by
-    default, ``pgcatalog_hot_free_keys``) in a narrow row ``(rid, cid, keys)``
-    under a GIN index of its own, kept by the hot rows' trigger.  A search
-    whose hot conditions are all on those keys reads these rows (about 90
-    bytes each, a third of a hot row) instead of the hot rows: two tags'
-    19,245 matches of 1,000,000 entries visited 14,822 hot-row pages.
-    Filled here from the hot rows (their keys are those of the registered
-    names); the index objects learn that their keys are there when
-    ``pgc_sync_indexes`` registers them again (GenericSetup upgrade 1005
-    -> 1006): until then their searches read the hot rows, as before."""
-    conn.execute("""CREATE TABLE IF NOT EXISTS pgcatalog_hot_free (
-        rid bigint PRIMARY KEY,
-        cid integer NOT NULL,
-        keys text[] COLLATE "C" NOT NULL
-    ) WITH (fillfactor = 100)""")
-    conn.execute(_V18_FREE_KEYS)
-    conn.execute(_V18_SYNC)
-    conn.execute("""INSERT INTO pgcatalog_hot_free (rid, cid, keys)
-        SELECT h.rid, h.cid, f.keys FROM pgcatalog_hot h, LATERAL (
-            SELECT pgcatalog_hot_free_keys(h.cid, h.keys) AS keys) f
-        WHERE cardinality(f.keys) > 0 ORDER BY h.rid
-        ON CONFLICT (rid) DO NOTHING""")
-    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_free_keys
-        ON pgcatalog_hot_free USING gin (keys)""")
-    conn.execute("ANALYZE pgcatalog_hot_free")
-
-
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
 # A JSON value's sort key (version 17): text whose byte order ("C") is the
 # value's order, equal for equal values.  The rank of the JSON type first
@@ -1306,7 +1203,7 @@ def _v17(conn):
 
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13, _v14, _v15, _v16,
-         _v17, _v18]
+         _v17]
 
 SCHEMA_VERSION = len(STEPS)
 

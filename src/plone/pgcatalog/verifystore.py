@@ -97,18 +97,14 @@ def long_lists(store, digests):
 
 
 def hot_mismatches(store, rids):
-    """The ``rids`` (entries of the catalog) whose hot row, or free keys'
-    row, is not what their values make (:mod:`plone.pgcatalog.hot`; one
-    statement)."""
+    """The ``rids`` (entries of the catalog) whose hot row is not what
+    their values make (:mod:`plone.pgcatalog.hot`; one statement)."""
     rids = list(rids)
     if not rids:
         return set()
     return {r[0] for r in store.rows(q(
         "SELECT e.rid FROM {} LEFT JOIN {} h ON h.rid = e.rid WHERE "
         "e.cid = {} AND e.rid = ANY({}::bigint[]) AND (nullif("
-        "pgcatalog_hot_free_keys(e.cid, pgcatalog_hot_keys(e.cid, e.idx)), "
-        "'{{}}') IS DISTINCT FROM (SELECT f.keys FROM {} f WHERE f.rid = "
-        "e.rid AND f.cid = e.cid) OR nullif("
         "pgcatalog_hot_keys(e.cid, e.idx), '{{}}') IS DISTINCT FROM h.keys "
         "OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, b.rng) FROM "
         "pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT FROM (h.lo, h.hi, "
@@ -116,7 +112,7 @@ def hot_mismatches(store, rids):
         "OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
         "s.sid = h.sid AND s.cid = h.cid) IS DISTINCT FROM "
         "pgcatalog_hot_set_keys(h.cid, h.keys)))",
-        ENTRIES, ident(schema.HOT), store.cid, rids, ident(schema.HOT_FREE),
+        ENTRIES, ident(schema.HOT), store.cid, rids,
         ident(schema.HOT_SETS)))}
 
 
@@ -136,14 +132,11 @@ def hot_count_mismatches(store, limit):
 
 
 def hot_orphans(store, limit):
-    """Up to ``limit`` rids of the catalog's hot rows or free keys' rows
-    without an entry."""
+    """Up to ``limit`` rids of the catalog's hot rows without an entry."""
     return [r[0] for r in store.rows(q(
-        "SELECT DISTINCT h.rid FROM (SELECT h.rid, h.cid FROM {} h UNION ALL "
-        "SELECT f.rid, f.cid FROM {} f) h WHERE h.cid = {} AND NOT EXISTS "
-        "(SELECT 1 FROM {} WHERE e.rid = h.rid) ORDER BY h.rid LIMIT {}",
-        ident(schema.HOT), ident(schema.HOT_FREE), store.cid, ENTRIES,
-        literal(int(limit))))]
+        "SELECT h.rid FROM {} h WHERE h.cid = {} AND NOT EXISTS (SELECT 1 "
+        "FROM {} WHERE e.rid = h.rid) ORDER BY h.rid LIMIT {}",
+        ident(schema.HOT), store.cid, ENTRIES, literal(int(limit))))]
 
 
 def _text_words(cid):

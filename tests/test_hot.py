@@ -230,6 +230,12 @@ class TestHotKeys(ManagerWithoutCache):
             "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
             "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
             "h.keys))", self.store.cid, self.store.cid)) + [
+                ("free",) + tuple(row) for row in self.store.rows(q(
+                    "SELECT h.rid FROM pgcatalog_hot h WHERE h.cid = {} AND "
+                    "(SELECT s.keys FROM pgcatalog_hot_sets s WHERE s.sid = "
+                    "h.kid AND s.cid = h.cid) IS DISTINCT FROM nullif("
+                    "pgcatalog_hot_free_keys(h.cid, h.keys), '{{}}')",
+                    self.store.cid))] + [
                 ("counts",) + row for row in
                 verifystore.hot_count_mismatches(self.store, 10)]
 
@@ -298,12 +304,82 @@ class TestHotKeys(ManagerWithoutCache):
 
     def test_answers_equal_the_entries_answers(self):
         self.assert_same_answers()
+
+    def reads_free(self, query):
+        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        return any("h.kid = ANY(" in search_part(text) for text in sent)
+
+    def test_free_keys_answered_from_their_sets(self):
+        """Schema version 18: the keys outside the key sets (Subject's)
+        are sets of their own, which the hot row names (``kid``); a query
+        whose hot conditions are all on them reads the rows of the
+        matching sets (the ``(kid, rid)`` B-tree), any other the keys or
+        the key sets; an index object registered before (no record of the
+        free keys' sets) reads the keys.  Same answers every way."""
+        cid = self.store.cid
+        subject = self.index("Subject")
+        self.assertEqual(hot.kept_in(subject, cid), "free")
+        self.assertEqual(hot.kept_in(self.index("portal_type"), cid), "sets")
+        rows = dict(self.store.rows(q(
+            "SELECT e.path, s.keys FROM pgcatalog_hot h JOIN "
+            "pgcatalog_hot_sets s ON s.sid = h.kid JOIN pgcatalog_entries e "
+            "ON e.rid = h.rid WHERE h.cid = {} AND e.path LIKE "
+            "'/plone/hot/%%'", cid)))
+        code = hot.code(subject, cid)
+        self.assertEqual(rows["/plone/hot/d1"], [hot.key(code, "other"),
+                                                 hot.key(code, "tag")])
+        self.assertEqual(rows["/plone/hot/d0"], [hot.key(code, "tag")])
+        free = ({"Subject": "tag"},
+                {"Subject": {"query": ["tag", "other"], "operator": "and"}},
+                {"Subject": ["other", "nothing"]},
+                {"Subject": "nothing"},
+                {"Subject": "tag", "b_size": 2})
+        for query in free:
+            self.assertTrue(self.reads_free(query), query)
+        for query in ({"portal_type": "Document", "Subject": "tag"},
+                      {"Subject": "tag", "path": "/plone/hot"},
+                      {"Subject": "tag", "effectiveRange": NOW}):
+            self.assertFalse(self.reads_free(query), query)
+        self.assert_same_answers(free)
+        # registered before version 18: the hot rows answer
+        subject._pgc_hot_sets = {}
+        self.assertIsNone(hot.kept_in(subject, cid))
+        for query in free:
+            self.assertFalse(self.reads_free(query), query)
+        self.assert_same_answers(free)
+        # pgc_sync_indexes (upgrade 1005 -> 1006) records them, without
+        # computing the rows again
+        _answer, sent = statements(
+            self.catalog, lambda: hot.register(
+                self.store.session, cid, subject))
+        self.assertEqual(hot.kept_in(subject, cid), "free")
+        self.assertFalse([t for t in sent if "INSERT" in t], sent)
+        # written with the entries: a tag added, a tag removed, no tag left,
+        # an entry gone
+        doc = self.portal.hot
+        doc.d1.setSubject(("other",))
+        doc.d1.reindexObject()
+        doc.d2.setSubject(("tag", "new"))
+        doc.d2.reindexObject()
+        doc.d0.setSubject(())
+        doc.d0.reindexObject()
+        doc.manage_delObjects(["d4"])
+        self.assertEqual(self.mismatches(), [])
+        self.assert_same_answers(free + ({"Subject": "new"},))
+        transaction.commit()
+        self.assertEqual(self.mismatches(), [])
+        self.assertIsNone(self.store.value(q(
+            "SELECT kid FROM pgcatalog_hot WHERE rid = {}",
+            self.catalog.getrid("/plone/hot/d0"))))
         self.assertEqual(self.answer({"portal_type": "Document",
                                       "review_state": "published"})[1], 2)
 
     def reads_sets(self, query):
+        """Whether ``query`` reads the rows of the matching key sets (not
+        those of the free keys' sets, version 18: ``h.kid``)."""
         _answer, sent = statements(self.catalog, lambda: self.answer(query))
-        return any("pgcatalog_hot_sets" in text for text in sent)
+        return any("pgcatalog_hot_sets" in text and "h.sid" in text
+                   for text in sent)
 
     def test_key_sets_answer_what_the_keys_answer(self):
         # every index but Subject is in the key sets (hot-set-exclude's
@@ -320,16 +396,22 @@ class TestHotKeys(ManagerWithoutCache):
                     self.assertEqual(self.reads_sets(query), sets)
                 self.assertEqual(self.answer(query), self.cold_answer(query))
         self.assertEqual(self.mismatches(), [])
-        # the sets hold no Subject key; 6 documents and a folder share few
+        # the key sets hold no Subject key; 6 documents and a folder share
+        # few; the free keys' sets (version 18) hold Subject's alone
         subject = hot.code(self.index("Subject"), cid)
-        rows = self.store.rows(q(
-            "SELECT keys FROM pgcatalog_hot_sets WHERE cid = {}", cid))
+        named = "SELECT s.keys FROM pgcatalog_hot_sets s WHERE s.cid = {} " \
+            "AND EXISTS (SELECT 1 FROM pgcatalog_hot h WHERE h.%s = s.sid)"
+        rows = self.store.rows(q(named % "sid", cid))
         self.assertTrue(rows)
         for (keys,) in rows:
             self.assertFalse([k for k in keys
                               if k.startswith(subject + hot.SEP)], keys)
             self.assertEqual(keys, sorted(keys))
         self.assertLess(len(rows), 7)
+        free = self.store.rows(q(named % "kid", cid))
+        self.assertEqual(sorted(keys for (keys,) in free), [
+            [hot.key(subject, "other"), hot.key(subject, "tag")],
+            [hot.key(subject, "tag")]])
 
     def test_a_set_changed_behind_the_catalogs_back_is_found(self):
         cid = self.store.cid
@@ -557,6 +639,8 @@ class TestHotKeys(ManagerWithoutCache):
         self.assertFalse(hot.in_sets(self.index("review_state"), cid))
         self.assertTrue(self.reads_sets({"Subject": "tag"}))
         self.assertFalse(self.reads_sets({"review_state": "private"}))
+        self.assertTrue(self.reads_free({"review_state": "private"}))
+        self.assertFalse(self.reads_free({"Subject": "tag"}))
         self.assert_same_answers()
         del os.environ["PGCATALOG_HOT_SET_EXCLUDE"]
         for name in HOT_NAMES:

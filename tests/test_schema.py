@@ -182,6 +182,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert ("pgcatalog_entries", "parent") not in columns
     assert "strpos(reverse(path), '/'::text)" in indexes[
         "pgcatalog_entries_parent"]
+    # version 18: the hot row names its free keys' set, under a B-tree
+    assert columns[("pgcatalog_hot", "kid")][0] == "integer"
+    assert "(kid, rid) WHERE (kid IS NOT NULL)" in indexes[
+        "pgcatalog_hot_kid"]
 
 
 def test_every_old_layout_is_kept_as_a_fixture():

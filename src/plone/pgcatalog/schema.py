@@ -53,6 +53,9 @@ Layout (one set of tables per database, every row scoped by catalog ``cid``):
     row names, and the number of hot rows of each set, kept by a trigger
     as insert-only +1 / -1 rows folded from time to time: a count of many
     matches reads a few rows per set (:mod:`plone.pgcatalog.hot`).
+    The keys outside the sets (``Subject``'s) are sets of their own
+    too, which the hot row names (``kid``, version 18) under a B-tree of
+    ``(kid, rid)``: a search on tags alone is read from that index alone.
 
 Per-index PostgreSQL indexes are described by the index kinds
 (``pgc_indexes``: :class:`IndexSpec`), registered when ``addIndex`` runs and
@@ -1049,6 +1052,134 @@ def _v16(conn):
     conn.execute("ANALYZE pgcatalog_entries")
 
 
+# The keys of a hot row outside the key sets (version 18): those of the
+# indexes left out of the sets (``pgcatalog_hot_names.in_set`` false:
+# ``Subject`` by default), sorted; the complement of
+# ``pgcatalog_hot_set_keys``.
+_V18_FREE_KEYS = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_free_keys(p_cid integer,
+                                                   p_keys text[])
+RETURNS text[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(k.k ORDER BY k.k), '{}'::text[])
+    FROM unnest(p_keys) AS k(k)
+    WHERE EXISTS (
+        SELECT 1 FROM pgcatalog_hot_names n
+        WHERE n.cid = p_cid AND NOT n.in_set
+          AND left(k.k, length(n.code) + 1) IN (n.code || chr(31),
+                                                n.code || chr(30)))
+$$"""
+
+# The id of the key set ``s`` (version 18): the set inserted when new, as
+# ``pgcatalog_hot_set`` does with the keys it picks.
+_V18_SET_ID = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_set_id(p_cid integer, s text[])
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    d text;
+    r integer;
+BEGIN
+    d := md5(array_to_string(s, chr(29)));
+    SELECT sid INTO r FROM pgcatalog_hot_sets WHERE cid = p_cid
+        AND digest = d;
+    IF r IS NULL THEN
+        INSERT INTO pgcatalog_hot_sets (cid, digest, keys)
+        VALUES (p_cid, d, s) ON CONFLICT (cid, digest) DO NOTHING
+        RETURNING sid INTO r;
+        IF r IS NULL THEN
+            SELECT sid INTO r FROM pgcatalog_hot_sets WHERE cid = p_cid
+                AND digest = d;
+        END IF;
+    END IF;
+    RETURN r;
+END
+$$"""
+
+# The set of a hot row's free keys (version 18), or null when it has none.
+_V18_FREE_SET = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_free_set(p_cid integer,
+                                                  p_keys text[])
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    f text[];
+BEGIN
+    f := pgcatalog_hot_free_keys(p_cid, p_keys);
+    IF cardinality(f) = 0 THEN
+        RETURN NULL;
+    END IF;
+    RETURN pgcatalog_hot_set_id(p_cid, f);
+END
+$$"""
+
+# The hot row written with the set of its free keys (version 18).
+_V18_SYNC = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    found text[];
+    b record;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM pgcatalog_hot WHERE rid = OLD.rid;
+        RETURN NULL;
+    END IF;
+    found := pgcatalog_hot_keys(NEW.cid, NEW.idx);
+    IF cardinality(found) = 0 THEN
+        IF TG_OP = 'UPDATE' THEN
+            DELETE FROM pgcatalog_hot WHERE rid = NEW.rid;
+        END IF;
+    ELSE
+        SELECT * INTO b FROM pgcatalog_hot_bounds(NEW.cid, NEW.idx);
+        INSERT INTO pgcatalog_hot (rid, cid, keys, lo, hi, rng, sid, path,
+                                   kid)
+        VALUES (NEW.rid, NEW.cid, found, b.lo, b.hi, b.rng,
+                pgcatalog_hot_set(NEW.cid, found), NEW.path,
+                pgcatalog_hot_free_set(NEW.cid, found))
+        ON CONFLICT (rid) DO UPDATE SET keys = EXCLUDED.keys,
+            lo = EXCLUDED.lo, hi = EXCLUDED.hi, rng = EXCLUDED.rng,
+            sid = EXCLUDED.sid, path = EXCLUDED.path, kid = EXCLUDED.kid
+        WHERE (pgcatalog_hot.keys, pgcatalog_hot.lo, pgcatalog_hot.hi,
+               pgcatalog_hot.rng, pgcatalog_hot.sid, pgcatalog_hot.path,
+               pgcatalog_hot.kid)
+            IS DISTINCT FROM
+            (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng,
+             EXCLUDED.sid, EXCLUDED.path, EXCLUDED.kid);
+    END IF;
+    RETURN NULL;
+END
+$$"""
+
+
+def _v18(conn):
+    """Version 18: the free keys' sets.  A hot row's keys outside the key
+    sets (those of the indexes left out of them: ``Subject``'s by
+    default, ``pgcatalog_hot_free_keys``) are a set of their own too, a
+    row of ``pgcatalog_hot_sets`` (the same table: their keys never meet a
+    key set's), which the hot row names (``kid``, null without such keys)
+    under a B-tree ``(kid, rid)``.  A search whose hot conditions are all
+    on those keys (tags alone) finds the matching sets (a GIN scan of the
+    sets) and reads its count and rids from that B-tree alone (an
+    index-only scan), where it visited every matching hot row: two tags'
+    19,245 matches of 1,000,000 entries were 14,822 page visits after the
+    GIN intersection.  The rows are given their set here (every hot row
+    with a tag written again: ``VACUUM FULL pgcatalog_hot`` gives the space
+    back, operations.md); the index objects learn that their keys are
+    there when ``pgc_sync_indexes`` registers them again (GenericSetup
+    upgrade 1005 -> 1006): until then their searches read the keys, as
+    before."""
+    conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
+                 "kid integer")
+    conn.execute(_V18_FREE_KEYS)
+    conn.execute(_V18_SET_ID)
+    conn.execute(_V18_FREE_SET)
+    conn.execute(_V18_SYNC)
+    conn.execute("UPDATE pgcatalog_hot SET kid = pgcatalog_hot_free_set("
+                 "cid, keys) WHERE kid IS DISTINCT FROM "
+                 "pgcatalog_hot_free_set(cid, keys)")
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_kid
+        ON pgcatalog_hot (kid, rid) WHERE kid IS NOT NULL""")
+    conn.execute("ANALYZE pgcatalog_hot")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
 # A JSON value's sort key (version 17): text whose byte order ("C") is the
 # value's order, equal for equal values.  The rank of the JSON type first
@@ -1203,7 +1334,7 @@ def _v17(conn):
 
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13, _v14, _v15, _v16,
-         _v17]
+         _v17, _v18]
 
 SCHEMA_VERSION = len(STEPS)
 

@@ -98,7 +98,8 @@ def long_lists(store, digests):
 
 def hot_mismatches(store, rids):
     """The ``rids`` (entries of the catalog) whose hot row is not what
-    their values make (:mod:`plone.pgcatalog.hot`; one statement)."""
+    their values make, its key set and its free keys' set included
+    (:mod:`plone.pgcatalog.hot`; one statement)."""
     rids = list(rids)
     if not rids:
         return set()
@@ -111,9 +112,12 @@ def hot_mismatches(store, rids):
         "h.rng)) OR (h.rid IS NOT NULL AND h.path IS DISTINCT FROM e.path) "
         "OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
         "s.sid = h.sid AND s.cid = h.cid) IS DISTINCT FROM "
-        "pgcatalog_hot_set_keys(h.cid, h.keys)))",
+        "pgcatalog_hot_set_keys(h.cid, h.keys)) OR (h.rid IS NOT NULL AND "
+        "(SELECT s.keys FROM {} s WHERE s.sid = h.kid AND s.cid = h.cid) IS "
+        "DISTINCT FROM nullif(pgcatalog_hot_free_keys(h.cid, h.keys), "
+        "'{{}}')))",
         ENTRIES, ident(schema.HOT), store.cid, rids,
-        ident(schema.HOT_SETS)))}
+        ident(schema.HOT_SETS), ident(schema.HOT_SETS)))}
 
 
 def hot_count_mismatches(store, limit):

@@ -32,7 +32,7 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
             return None
         return hot.all_of([hot.bool_key(hot.code(self, qc.cid),
                                         bool(iq.keys[0]))],
-                          hot.in_sets(self, qc.cid))
+                          hot.kept_in(self, qc.cid))
 
     def pgc_where(self, iq, qc):
         keys = iq.keys

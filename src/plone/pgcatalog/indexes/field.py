@@ -26,7 +26,7 @@ class ValueIndex(PGIndex):
         # the values converted and stored as value_where compares them
         found = hot.query_keys(self, iq, qc,
                                lambda v: common.stored(self._convert(v)))
-        return hot.any_of(found, hot.in_sets(self, qc.cid)) if found \
+        return hot.any_of(found, hot.kept_in(self, qc.cid)) if found \
             else None
 
     def pgc_eq_sql(self, values, alias="e"):

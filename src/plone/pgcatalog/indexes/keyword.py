@@ -103,7 +103,7 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         found = hot.query_keys(self, iq, qc, common.stored)
         if not found:
             return None
-        sets = hot.in_sets(self, qc.cid)
+        sets = hot.kept_in(self, qc.cid)
         return hot.all_of(found, sets) if iq.operator == "and" else \
             hot.any_of(found, sets)
 

@@ -143,7 +143,8 @@ class TestAdminViews(unittest.TestCase):
         self.assertEqual(set(tables), {"pgcatalog_entries", "pgcatalog_meta",
                                        "pgcatalog_text", "pgcatalog_lists",
                                        "pgcatalog_hot", "pgcatalog_hot_sets",
-                                       "pgcatalog_hot_counts"})
+                                       "pgcatalog_hot_counts",
+                                       "pgcatalog_hot_free_sets"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

@@ -232,8 +232,8 @@ class TestHotKeys(ManagerWithoutCache):
             "h.keys))", self.store.cid, self.store.cid)) + [
                 ("free",) + tuple(row) for row in self.store.rows(q(
                     "SELECT h.rid FROM pgcatalog_hot h WHERE h.cid = {} AND "
-                    "(SELECT s.keys FROM pgcatalog_hot_sets s WHERE s.sid = "
-                    "h.kid AND s.cid = h.cid) IS DISTINCT FROM nullif("
+                    "(SELECT s.keys FROM pgcatalog_hot_free_sets s WHERE "
+                    "s.kid = h.kid AND s.cid = h.cid) IS DISTINCT FROM nullif("
                     "pgcatalog_hot_free_keys(h.cid, h.keys), '{{}}')",
                     self.store.cid))] + [
                 ("counts",) + row for row in
@@ -322,7 +322,8 @@ class TestHotKeys(ManagerWithoutCache):
         self.assertEqual(hot.kept_in(self.index("portal_type"), cid), "sets")
         rows = dict(self.store.rows(q(
             "SELECT e.path, s.keys FROM pgcatalog_hot h JOIN "
-            "pgcatalog_hot_sets s ON s.sid = h.kid JOIN pgcatalog_entries e "
+            "pgcatalog_hot_free_sets s ON s.kid = h.kid JOIN "
+            "pgcatalog_entries e "
             "ON e.rid = h.rid WHERE h.cid = {} AND e.path LIKE "
             "'/plone/hot/%%'", cid)))
         code = hot.code(subject, cid)
@@ -399,16 +400,18 @@ class TestHotKeys(ManagerWithoutCache):
         # the key sets hold no Subject key; 6 documents and a folder share
         # few; the free keys' sets (version 18) hold Subject's alone
         subject = hot.code(self.index("Subject"), cid)
-        named = "SELECT s.keys FROM pgcatalog_hot_sets s WHERE s.cid = {} " \
-            "AND EXISTS (SELECT 1 FROM pgcatalog_hot h WHERE h.%s = s.sid)"
-        rows = self.store.rows(q(named % "sid", cid))
+        named = "SELECT s.keys FROM %s s WHERE s.cid = {} AND EXISTS " \
+            "(SELECT 1 FROM pgcatalog_hot h WHERE h.%s = s.%s)"
+        rows = self.store.rows(q(named % ("pgcatalog_hot_sets", "sid",
+                                          "sid"), cid))
         self.assertTrue(rows)
         for (keys,) in rows:
             self.assertFalse([k for k in keys
                               if k.startswith(subject + hot.SEP)], keys)
             self.assertEqual(keys, sorted(keys))
         self.assertLess(len(rows), 7)
-        free = self.store.rows(q(named % "kid", cid))
+        free = self.store.rows(q(named % ("pgcatalog_hot_free_sets", "kid",
+                                          "kid"), cid))
         self.assertEqual(sorted(keys for (keys,) in free), [
             [hot.key(subject, "other"), hot.key(subject, "tag")],
             [hot.key(subject, "tag")]])

@@ -130,7 +130,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_meta", "pgcatalog_text", "pgcatalog_commits",
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
-        "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words"])
+        "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
+        "pgcatalog_hot_free_sets"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -186,6 +187,9 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert columns[("pgcatalog_hot", "kid")][0] == "integer"
     assert "(kid, rid) WHERE (kid IS NOT NULL)" in indexes[
         "pgcatalog_hot_kid"]
+    # version 19: the free keys' sets in a table of their own
+    assert "USING gin (keys)" in indexes["pgcatalog_hot_free_sets_keys"]
+    assert columns[("pgcatalog_hot_free_sets", "keys")][2] == "C"
 
 
 def test_every_old_layout_is_kept_as_a_fixture():
@@ -422,6 +426,63 @@ def test_value_b_trees_built_again_deduplicated(database):
         "SELECT count(*) FROM pgcatalog_entries e WHERE " +
         index.pgc_eq_sql([3, 4.0]).text, index.pgc_eq_sql([3, 4.0]).params
     ).fetchone()[0] == 858
+
+
+def test_free_keys_sets_moved_to_their_own_table(database):
+    """Version 19: the free keys' sets a hot row names (``kid``, version
+    18, then rows of ``pgcatalog_hot_sets``) move to
+    ``pgcatalog_hot_free_sets`` with their ids, leave the key sets, and a
+    new set gets an id no moved one has."""
+    _dsn, conn = database
+    path = [p for p in OLD_SCHEMAS if os.path.basename(p).startswith(
+        "v18-")][0]
+    load(conn, path)
+    conn.execute("DELETE FROM pgcatalog_entries")
+    conn.execute("DELETE FROM pgcatalog_hot_names")
+    conn.execute(
+        "INSERT INTO pgcatalog_hot_names (cid, name, multi, code, kind, "
+        "in_set) VALUES (1, 'Subject', true, '1', 'keys', false), (1, "
+        "'portal_type', false, '2', 'keys', true)")
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/a', 1, '{\"Subject\": [\"x\", \"y\"], "
+        "\"portal_type\": \"Document\"}'), (1, '/plone/b', 1, "
+        "'{\"Subject\": [\"x\"], \"portal_type\": \"Document\"}'), "
+        "(1, '/plone/c', 1, '{\"portal_type\": \"Folder\"}')")
+    before = dict((p, (sid, kid)) for p, sid, kid in conn.execute(
+        "SELECT e.path, h.sid, h.kid FROM pgcatalog_hot h JOIN "
+        "pgcatalog_entries e ON e.rid = h.rid").fetchall())
+    assert before["/plone/c"][1] is None
+    kids = {before["/plone/a"][1], before["/plone/b"][1]}
+
+    assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
+
+    assert dict((p, (sid, kid)) for p, sid, kid in conn.execute(
+        "SELECT e.path, h.sid, h.kid FROM pgcatalog_hot h JOIN "
+        "pgcatalog_entries e ON e.rid = h.rid").fetchall()) == before
+    assert sorted(conn.execute(
+        "SELECT kid, keys FROM pgcatalog_hot_free_sets ORDER BY kid"
+    ).fetchall()) == sorted([
+        (before["/plone/a"][1], ["1\x1fx", "1\x1fy"]),
+        (before["/plone/b"][1], ["1\x1fx"])])
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_hot_sets WHERE sid = ANY(%s)",
+        (list(kids),)).fetchone()[0] == 0
+    # the key sets stay
+    assert conn.execute(
+        "SELECT s.keys FROM pgcatalog_hot_sets s JOIN pgcatalog_hot h ON "
+        "h.sid = s.sid JOIN pgcatalog_entries e ON e.rid = h.rid WHERE "
+        "e.path = '/plone/a'").fetchone()[0] == ["2\x1fDocument"]
+    # a new free keys' set: a new id
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/d', 1, '{\"Subject\": [\"z\"]}')")
+    kid = conn.execute(
+        "SELECT h.kid FROM pgcatalog_hot h JOIN pgcatalog_entries e ON "
+        "e.rid = h.rid WHERE e.path = '/plone/d'").fetchone()[0]
+    assert kid not in kids
+    assert conn.execute("SELECT keys FROM pgcatalog_hot_free_sets WHERE "
+                        "kid = %s", (kid,)).fetchone()[0] == ["1\x1fz"]
 
 
 def psycopg_true():

@@ -246,7 +246,7 @@ class TestVerify(VerifyCase):
         # differ
         code = hot.code(self.catalog._catalog.getIndex("Subject"),
                         self.store().cid)
-        self.write("UPDATE {} SET kid = pgcatalog_hot_set_id(e.cid, "
+        self.write("UPDATE {} SET kid = pgcatalog_hot_free_set_id(e.cid, "
                    "ARRAY[{}]) FROM {} e WHERE e.rid = pgcatalog_hot.rid AND "
                    "e.path = {}",
                    ident(schema.HOT), hot.key(code, "ghost"),

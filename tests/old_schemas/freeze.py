@@ -32,7 +32,7 @@ COMMITS = [
     (4, "79b2eb2"), (5, "36f1783"), (6, "cb8ff53"), (7, "86b9cdd"),
     (8, "dfa6a2b"), (9, "88d98d1"), (10, "7df4dad"), (11, "2fd0edd"),
     (12, "fa92028"), (13, "9e8beea"), (14, "cdec45c"), (15, "44f8205"),
-    (16, "7536b33"), (17, "1fb6c25"),
+    (16, "7536b33"), (17, "1fb6c25"), (18, "3b1629a"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",

@@ -58,7 +58,8 @@ def table_sizes(store):
         "pg_size_pretty(pg_total_relation_size(t.name::regclass)) "
         "FROM unnest({}::text[]) AS t(name) ORDER BY 1",
         [schema.ENTRIES, schema.META, schema.TEXT, schema.LISTS,
-         schema.HOT, schema.HOT_SETS, schema.HOT_COUNTS]))]
+         schema.HOT, schema.HOT_SETS, schema.HOT_COUNTS,
+         schema.HOT_FREE_SETS]))]
 
 
 def entries_page(store, prefix, b_start, b_size):

@@ -113,11 +113,11 @@ def hot_mismatches(store, rids):
         "OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
         "s.sid = h.sid AND s.cid = h.cid) IS DISTINCT FROM "
         "pgcatalog_hot_set_keys(h.cid, h.keys)) OR (h.rid IS NOT NULL AND "
-        "(SELECT s.keys FROM {} s WHERE s.sid = h.kid AND s.cid = h.cid) IS "
+        "(SELECT s.keys FROM {} s WHERE s.kid = h.kid AND s.cid = h.cid) IS "
         "DISTINCT FROM nullif(pgcatalog_hot_free_keys(h.cid, h.keys), "
         "'{{}}')))",
         ENTRIES, ident(schema.HOT), store.cid, rids,
-        ident(schema.HOT_SETS), ident(schema.HOT_SETS)))}
+        ident(schema.HOT_SETS), ident(schema.HOT_FREE_SETS)))}
 
 
 def hot_count_mismatches(store, limit):

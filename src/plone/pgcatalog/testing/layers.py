@@ -34,7 +34,7 @@ from plone.pgcatalog.testing import pgserver
 #: moved past it since the snapshot)
 _TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
            schema.COMMITS, schema.INDEXES, schema.HOT_NAMES, schema.HOT_SETS,
-           schema.HOT)
+           schema.HOT_FREE_SETS, schema.HOT)
 #: emptied with them, filled again by the trigger of the rows restored
 _DERIVED = (schema.HOT_COUNTS,)
 

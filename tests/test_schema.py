@@ -114,6 +114,18 @@ def _pg_indexes(conn):
         "current_schema()").fetchall()}
 
 
+def _drop_replaced(dsn, conn):
+    """``db.ensure_schema`` on ``dsn`` (its pool closed afterwards): the
+    indexes a migration replaced are dropped after its commit."""
+    from plone.pgcatalog import db
+    try:
+        db.ensure_schema(dsn)
+    finally:
+        db._schema_ready.discard(dsn)
+        db._pools.pop(dsn).close()
+    assert schema.replaced_indexes(conn) == []
+
+
 def test_fresh_database_gets_current_version(conn):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
     assert conn.execute(
@@ -288,7 +300,6 @@ def test_text_indexes_built_again_on_their_words(database):
     under its new name for every catalog, and the old one dropped after
     the migration's commit (``db.ensure_schema``: concurrently); what is
     not a text index's is left alone."""
-    from plone.pgcatalog import db
     from plone.pgcatalog import ddl
     from plone.pgcatalog.indexes.text import PGZCTextIndex
 
@@ -313,12 +324,7 @@ def test_text_indexes_built_again_on_their_words(database):
     # the old ones, no longer registered, are left to drop after the commit
     assert schema.replaced_indexes(conn) == sorted(old.values())
     assert set(old.values()) <= _pg_indexes(conn)
-    try:
-        db.ensure_schema(dsn)
-    finally:
-        db._schema_ready.discard(dsn)
-        db._pools.pop(dsn).close()
-    assert schema.replaced_indexes(conn) == []
+    _drop_replaced(dsn, conn)
 
     found = _pg_indexes(conn)
     registered = conn.execute(
@@ -357,7 +363,6 @@ def test_value_b_trees_built_again_deduplicated(database):
     commit; PostgreSQL deduplicates the new one (a repeated value is one
     key), which equality and sorting use; what is not a value index's is
     left alone."""
-    from plone.pgcatalog import db
     from plone.pgcatalog import ddl
     from plone.pgcatalog.indexes.field import PGFieldIndex
 
@@ -383,12 +388,7 @@ def test_value_b_trees_built_again_deduplicated(database):
     assert schema.ensure_schema(conn) == schema.SCHEMA_VERSION
 
     assert schema.replaced_indexes(conn) == sorted(old.values())
-    try:
-        db.ensure_schema(dsn)
-    finally:
-        db._schema_ready.discard(dsn)
-        db._pools.pop(dsn).close()
-    assert schema.replaced_indexes(conn) == []
+    _drop_replaced(dsn, conn)
 
     found = _pg_indexes(conn)
     new = {}

@@ -151,3 +151,29 @@ def test_a_number_is_found_through_the_b_tree(conn):
     assert count([True]) == 1
     assert count([long_]) == 1
     assert count([other, 7]) == 1
+
+
+def test_long_keys_stop_at_what_a_b_tree_holds(conn):
+    """Version 20: a key stops once it is longer than the value B-trees
+    hold (``schema.KEY_CHARS``); its first characters, all an index or a
+    query reads, are version 17's."""
+    old = schema._V17_KEY.replace(
+        "{schema}.pgcatalog_json_key", "pg_temp.json_key_v17").replace(
+        "FUNCTION pgcatalog_json_key", "FUNCTION pg_temp.json_key_v17")
+    conn.execute(old)
+    values = [list(range(5000)), [list(range(3000)), [1, 2]],
+              {"k%04d" % i: i for i in range(500)}, ["x" * 3000, "y"],
+              [[["deep"] * 400] * 3], list(range(10)), {"a": [1, 2]}]
+    for value in values:
+        new, was = conn.execute(
+            "SELECT pgcatalog_json_key(%s::jsonb), "
+            "pg_temp.json_key_v17(%s::jsonb)",
+            (orjson.dumps(value).decode(),) * 2).fetchone()
+        n = schema.KEY_CHARS
+        assert new[:n] == was[:n], value
+        if len(was) <= n:
+            assert new == was
+        else:
+            # one element past the bound at most (the long string's
+            # element itself is whole)
+            assert len(new) < 2 * n + 3100

@@ -183,7 +183,7 @@ def ready(index, cid):
 def in_sets(index, cid):
     """Whether catalog ``cid``'s key sets hold ``index``'s keys (as
     registered)."""
-    return bool((getattr(index, "_pgc_hot_sets", None) or {}).get(cid))
+    return kept_in(index, cid) == "sets"
 
 
 def kept_in(index, cid):
@@ -235,8 +235,8 @@ class KeyCondition(Fragment):
         fragment = self.over("h", op, keys)
         super().__init__(fragment.text, fragment.params)
         self.op, self.keys = op, keys
-        # ``kept``: kept_in's answer (a boolean: in the sets or not)
-        self.sets = kept is True or kept == "sets"
+        # ``kept``: kept_in's answer
+        self.sets = kept == "sets"
         self.free = kept == "free"
 
     @staticmethod

@@ -1055,6 +1055,162 @@ def _v16(conn):
     conn.execute("ANALYZE pgcatalog_entries")
 
 
+# A JSON value's sort key (version 17): text whose byte order ("C") is the
+# value's order, equal for equal values.  The rank of the JSON type first
+# (null < string < number < boolean < array < object, jsonb's order of the
+# types); a number by its sign, its decimal exponent (seven digits, offset)
+# and its significant digits (a negative number's digits complemented and
+# ended by ``~``, a positive one's ended by ``!``: a shorter run of digits
+# is a smaller magnitude); a string (within an array or object) by its
+# characters, chr(1) escaped as chr(1) chr(2) and the end marked by chr(1)
+# chr(1); an array by its elements' keys in order, then ``A`` (below every
+# rank: a prefix sorts first, Python's order of tuples, where jsonb puts the
+# shorter array first whatever its elements); an object by its keys and
+# values in jsonb's order of its keys, then ``A``.  A DateTime a FieldIndex
+# holds (the codec's ``{"@pgc:D": [micros, ...]}``) sorts by its instant.
+# The function calls itself by its schema's name (``{schema}``): an index
+# build runs with only ``pg_catalog`` on the search path (PostgreSQL 17).
+_V17_KEY = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_json_key(v jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    t text := jsonb_typeof(v);
+    n numeric;
+    s text;
+    i text;
+    f text;
+    e integer;
+    d text;
+    r text;
+    k text;
+    x jsonb;
+BEGIN
+    IF t = 'null' THEN
+        RETURN 'B';
+    ELSIF t = 'string' THEN
+        RETURN 'C' || replace(v #>> '{}', chr(1), chr(1) || chr(2))
+            || chr(1) || chr(1);
+    ELSIF t = 'boolean' THEN
+        RETURN CASE WHEN v = 'true'::jsonb THEN 'Et' ELSE 'Ef' END;
+    ELSIF t = 'number' THEN
+        n := v::numeric;
+        IF n = 0 THEN
+            RETURN 'D2';
+        END IF;
+        s := abs(n)::text;
+        i := split_part(s, '.', 1);
+        f := split_part(s, '.', 2);
+        IF i <> '0' THEN
+            e := length(i) - 1;
+            d := rtrim(i || f, '0');
+        ELSE
+            e := length(ltrim(f, '0')) - length(f) - 1;
+            d := rtrim(ltrim(f, '0'), '0');
+        END IF;
+        IF n > 0 THEN
+            RETURN 'D3' || lpad((e + 500000)::text, 7, '0') || d || '!';
+        END IF;
+        RETURN 'D1' || lpad((500000 - e)::text, 7, '0')
+            || translate(d, '0123456789', '9876543210') || '~';
+    ELSIF t = 'array' THEN
+        r := 'F';
+        FOR x IN SELECT a.value FROM jsonb_array_elements(v)
+                 WITH ORDINALITY AS a(value, n) ORDER BY a.n LOOP
+            r := r || {schema}.pgcatalog_json_key(x);
+        END LOOP;
+        RETURN r || 'A';
+    END IF;
+    r := 'G';
+    FOR k, x IN SELECT o.key, o.value FROM jsonb_each(v) AS o LOOP
+        r := r || 'C' || replace(k, chr(1), chr(1) || chr(2))
+            || chr(1) || chr(1) || {schema}.pgcatalog_json_key(x);
+    END LOOP;
+    RETURN r || 'A';
+END
+$$"""
+
+#: characters of a value's sort key a B-tree holds (version 17): longer
+#: keys (arrays or objects of more than a kilobyte) are told apart by the
+#: value itself (``common.value_eq_sql``)
+KEY_CHARS = 1000
+
+
+def _home(conn):
+    """The schema of the catalog tables, quoted (what a function an index
+    expression calls names itself by)."""
+    return conn.execute(
+        "SELECT quote_ident(n.nspname) FROM pg_class c JOIN pg_namespace n "
+        "ON n.oid = c.relnamespace WHERE c.oid = "
+        "'pgcatalog_entries'::regclass").fetchone()[0]
+
+
+def _v16_value_sort(index_id):
+    """A value index's B-tree as versions up to 16 made it: ``(kind,
+    prefix)``, the kind the value itself (``jsonb``) or NULL for a string
+    (written out as that version's ``common.sort_index_spec`` wrote it: a
+    step does not follow later code)."""
+    # (``%`` doubled, as a fragment's text holds it: the DDL runs with an
+    # empty parameter tuple)
+    name = sql.Literal(index_id).as_string(None).replace("%", "%%")
+    key = "(idx -> %s)" % name
+    return IndexSpec("valuesort", (
+        "(((CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END)), "
+        "(left(((idx ->> %s) COLLATE \"C\"), 400)))" % (key, key, name)),
+        shared=True).statement(None, index_id)
+
+
+def value_kind_sql(key):
+    """The first key of a value index's B-tree from version 17 on, over
+    ``key`` (SQL text of the value, ``jsonb``): NULL for a string, else the
+    value's sort key (``pgcatalog_json_key``, its first
+    :data:`KEY_CHARS` characters), ``COLLATE "C"``.  Text, where it was the
+    ``jsonb`` value: PostgreSQL deduplicates a B-tree only when every
+    column's type can say that equal keys are the same bytes, which
+    ``jsonb`` cannot (portal_type's B-tree at 1,000,000 entries: 33 ->
+    7 MB)."""
+    return ("(CASE WHEN jsonb_typeof({k}) = 'string' THEN NULL ELSE "
+            "left(pgcatalog_json_key({k}), {n}) END COLLATE \"C\")".format(
+                k=key, n=KEY_CHARS))
+
+
+def _v17_value_sort(index_id):
+    """A value index's B-tree as version 17 makes it (as
+    ``common.sort_index_spec`` writes it then)."""
+    name = sql.Literal(index_id).as_string(None).replace("%", "%%")
+    return IndexSpec("valuesort", "((%s), (left(((idx ->> %s) COLLATE "
+                     "\"C\"), 400)))" % (value_kind_sql("(idx -> %s)" % name),
+                                         name),
+                     shared=True).statement(None, index_id)
+
+
+def _v17(conn):
+    """Version 17: a value index's B-tree (a FieldIndex's, a UUIDIndex's)
+    is on ``(kind, prefix)`` with the kind in text
+    (:func:`value_kind_sql`), so PostgreSQL deduplicates its repeated keys:
+    an index whose values repeat (a type, a state, a position) takes a
+    fifth of the space.  The registered B-trees of the version 16 form are
+    built again in the new one here, in the migration's transaction (writes
+    to the entries wait for it), registered under their new names; the old
+    ones are dropped after the commit (:func:`replaced_indexes`).  A value
+    index's B-tree this step does not recognise is left to
+    ``pgc_sync_indexes``."""
+    conn.execute(_V17_KEY.replace("{schema}", _home(conn)))
+    registered = conn.execute(
+        "SELECT DISTINCT name, pg_index FROM pgcatalog_indexes").fetchall()
+    swapped = False
+    for index_id, pg_index in registered:
+        old, _ = _v16_value_sort(index_id)
+        if pg_index != old:
+            continue
+        new, create = _v17_value_sort(index_id)
+        conn.execute(create, ())
+        conn.execute("UPDATE pgcatalog_indexes SET pg_index = %s WHERE "
+                     "pg_index = %s", (new, old))
+        swapped = True
+    if swapped:
+        conn.execute("ANALYZE pgcatalog_entries")
+
+
 # The keys of a hot row outside the key sets (version 18): those of the
 # indexes left out of the sets (``pgcatalog_hot_names.in_set`` false:
 # ``Subject`` by default), sorted; the complement of
@@ -1259,161 +1415,32 @@ def _v19(conn):
     conn.execute("ANALYZE pgcatalog_hot_free_sets")
 
 
+# The sort key of version 17 whose arrays and objects stop once the key is
+# longer than a B-tree holds (version 20): the first KEY_CHARS characters,
+# all an index or a query reads of it, are the same, in time bounded by
+# them (a key of 50,000 numbers took a second: each element copied the
+# key so far).
+_V20_KEY = _V17_KEY.replace(
+    "            r := r || {schema}.pgcatalog_json_key(x);\n",
+    "            r := r || {schema}.pgcatalog_json_key(x);\n"
+    "            EXIT WHEN length(r) > %d;\n" % KEY_CHARS).replace(
+    "            || chr(1) || chr(1) || {schema}.pgcatalog_json_key(x);\n",
+    "            || chr(1) || chr(1) || {schema}.pgcatalog_json_key(x);\n"
+    "        EXIT WHEN length(r) > %d;\n" % KEY_CHARS)
+
+
+def _v20(conn):
+    """Version 20: ``pgcatalog_json_key`` stops once a key is longer than
+    the value B-trees hold (:data:`KEY_CHARS`): their keys, and a query's,
+    are unchanged (the first characters are the same), and a long tuple
+    costs a bounded time to write or to ask for."""
+    conn.execute(_V20_KEY.replace("{schema}", _home(conn)))
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
-# A JSON value's sort key (version 17): text whose byte order ("C") is the
-# value's order, equal for equal values.  The rank of the JSON type first
-# (null < string < number < boolean < array < object, jsonb's order of the
-# types); a number by its sign, its decimal exponent (seven digits, offset)
-# and its significant digits (a negative number's digits complemented and
-# ended by ``~``, a positive one's ended by ``!``: a shorter run of digits
-# is a smaller magnitude); a string (within an array or object) by its
-# characters, chr(1) escaped as chr(1) chr(2) and the end marked by chr(1)
-# chr(1); an array by its elements' keys in order, then ``A`` (below every
-# rank: a prefix sorts first, Python's order of tuples, where jsonb puts the
-# shorter array first whatever its elements); an object by its keys and
-# values in jsonb's order of its keys, then ``A``.  A DateTime a FieldIndex
-# holds (the codec's ``{"@pgc:D": [micros, ...]}``) sorts by its instant.
-# The function calls itself by its schema's name (``{schema}``): an index
-# build runs with only ``pg_catalog`` on the search path (PostgreSQL 17).
-_V17_KEY = r"""
-CREATE OR REPLACE FUNCTION pgcatalog_json_key(v jsonb) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-DECLARE
-    t text := jsonb_typeof(v);
-    n numeric;
-    s text;
-    i text;
-    f text;
-    e integer;
-    d text;
-    r text;
-    k text;
-    x jsonb;
-BEGIN
-    IF t = 'null' THEN
-        RETURN 'B';
-    ELSIF t = 'string' THEN
-        RETURN 'C' || replace(v #>> '{}', chr(1), chr(1) || chr(2))
-            || chr(1) || chr(1);
-    ELSIF t = 'boolean' THEN
-        RETURN CASE WHEN v = 'true'::jsonb THEN 'Et' ELSE 'Ef' END;
-    ELSIF t = 'number' THEN
-        n := v::numeric;
-        IF n = 0 THEN
-            RETURN 'D2';
-        END IF;
-        s := abs(n)::text;
-        i := split_part(s, '.', 1);
-        f := split_part(s, '.', 2);
-        IF i <> '0' THEN
-            e := length(i) - 1;
-            d := rtrim(i || f, '0');
-        ELSE
-            e := length(ltrim(f, '0')) - length(f) - 1;
-            d := rtrim(ltrim(f, '0'), '0');
-        END IF;
-        IF n > 0 THEN
-            RETURN 'D3' || lpad((e + 500000)::text, 7, '0') || d || '!';
-        END IF;
-        RETURN 'D1' || lpad((500000 - e)::text, 7, '0')
-            || translate(d, '0123456789', '9876543210') || '~';
-    ELSIF t = 'array' THEN
-        r := 'F';
-        FOR x IN SELECT a.value FROM jsonb_array_elements(v)
-                 WITH ORDINALITY AS a(value, n) ORDER BY a.n LOOP
-            r := r || {schema}.pgcatalog_json_key(x);
-        END LOOP;
-        RETURN r || 'A';
-    END IF;
-    r := 'G';
-    FOR k, x IN SELECT o.key, o.value FROM jsonb_each(v) AS o LOOP
-        r := r || 'C' || replace(k, chr(1), chr(1) || chr(2))
-            || chr(1) || chr(1) || {schema}.pgcatalog_json_key(x);
-    END LOOP;
-    RETURN r || 'A';
-END
-$$"""
-
-#: characters of a value's sort key a B-tree holds (version 17): longer
-#: keys (arrays or objects of more than a kilobyte) are told apart by the
-#: value itself (``common.value_eq_sql``)
-KEY_CHARS = 1000
-
-
-def _v16_value_sort(index_id):
-    """A value index's B-tree as versions up to 16 made it: ``(kind,
-    prefix)``, the kind the value itself (``jsonb``) or NULL for a string
-    (written out as that version's ``common.sort_index_spec`` wrote it: a
-    step does not follow later code)."""
-    # (``%`` doubled, as a fragment's text holds it: the DDL runs with an
-    # empty parameter tuple)
-    name = sql.Literal(index_id).as_string(None).replace("%", "%%")
-    key = "(idx -> %s)" % name
-    return IndexSpec("valuesort", (
-        "(((CASE WHEN jsonb_typeof(%s) = 'string' THEN NULL ELSE %s END)), "
-        "(left(((idx ->> %s) COLLATE \"C\"), 400)))" % (key, key, name)),
-        shared=True).statement(None, index_id)
-
-
-def value_kind_sql(key):
-    """The first key of a value index's B-tree from version 17 on, over
-    ``key`` (SQL text of the value, ``jsonb``): NULL for a string, else the
-    value's sort key (``pgcatalog_json_key``, its first
-    :data:`KEY_CHARS` characters), ``COLLATE "C"``.  Text, where it was the
-    ``jsonb`` value: PostgreSQL deduplicates a B-tree only when every
-    column's type can say that equal keys are the same bytes, which
-    ``jsonb`` cannot (portal_type's B-tree at 1,000,000 entries: 33 ->
-    7 MB)."""
-    return ("(CASE WHEN jsonb_typeof({k}) = 'string' THEN NULL ELSE "
-            "left(pgcatalog_json_key({k}), {n}) END COLLATE \"C\")".format(
-                k=key, n=KEY_CHARS))
-
-
-def _v17_value_sort(index_id):
-    """A value index's B-tree as version 17 makes it (as
-    ``common.sort_index_spec`` writes it then)."""
-    name = sql.Literal(index_id).as_string(None).replace("%", "%%")
-    return IndexSpec("valuesort", "((%s), (left(((idx ->> %s) COLLATE "
-                     "\"C\"), 400)))" % (value_kind_sql("(idx -> %s)" % name),
-                                         name),
-                     shared=True).statement(None, index_id)
-
-
-def _v17(conn):
-    """Version 17: a value index's B-tree (a FieldIndex's, a UUIDIndex's)
-    is on ``(kind, prefix)`` with the kind in text
-    (:func:`value_kind_sql`), so PostgreSQL deduplicates its repeated keys:
-    an index whose values repeat (a type, a state, a position) takes a
-    fifth of the space.  The registered B-trees of the version 16 form are
-    built again in the new one here, in the migration's transaction (writes
-    to the entries wait for it), registered under their new names; the old
-    ones are dropped after the commit (:func:`replaced_indexes`).  A value
-    index's B-tree this step does not recognise is left to
-    ``pgc_sync_indexes``."""
-    home = conn.execute(
-        "SELECT quote_ident(n.nspname) FROM pg_class c JOIN pg_namespace n "
-        "ON n.oid = c.relnamespace WHERE c.oid = "
-        "'pgcatalog_entries'::regclass").fetchone()[0]
-    conn.execute(_V17_KEY.replace("{schema}", home))
-    registered = conn.execute(
-        "SELECT DISTINCT name, pg_index FROM pgcatalog_indexes").fetchall()
-    swapped = False
-    for index_id, pg_index in registered:
-        old, _ = _v16_value_sort(index_id)
-        if pg_index != old:
-            continue
-        new, create = _v17_value_sort(index_id)
-        conn.execute(create, ())
-        conn.execute("UPDATE pgcatalog_indexes SET pg_index = %s WHERE "
-                     "pg_index = %s", (new, old))
-        swapped = True
-    if swapped:
-        conn.execute("ANALYZE pgcatalog_entries")
-
-
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13, _v14, _v15, _v16,
-         _v17, _v18, _v19]
+         _v17, _v18, _v19, _v20]
 
 SCHEMA_VERSION = len(STEPS)
 

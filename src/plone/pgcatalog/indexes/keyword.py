@@ -103,9 +103,9 @@ class PGKeywordIndex(PGIndex, KeywordIndex):
         found = hot.query_keys(self, iq, qc, common.stored)
         if not found:
             return None
-        sets = hot.kept_in(self, qc.cid)
-        return hot.all_of(found, sets) if iq.operator == "and" else \
-            hot.any_of(found, sets)
+        kept = hot.kept_in(self, qc.cid)
+        return hot.all_of(found, kept) if iq.operator == "and" else \
+            hot.any_of(found, kept)
 
     def _pgc_any_sql(self, values, alias="e"):
         """The entry ``alias`` has one of ``values``: in its list, or in

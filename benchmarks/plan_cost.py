@@ -21,7 +21,7 @@ import statistics
 import psycopg
 from psycopg import sql
 
-from plone.pgcatalog import schema
+from plone.pgcatalog import planstats
 
 
 def set_objects(dsn, every):
@@ -29,12 +29,12 @@ def set_objects(dsn, every):
     none of them; the partial ones' are left as they are."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         for oid, expressions in conn.execute(
-                schema._EXPRESSION_INDEXES_SQL.replace(
+                planstats._EXPRESSION_INDEXES_SQL.replace(
                     "AND i.indpred IS NOT NULL", "AND i.indpred IS NULL"),
                 ()).fetchall():
             if not expressions:
                 continue
-            name = sql.Identifier(schema.statistics_name(expressions))
+            name = sql.Identifier(planstats.statistics_name(expressions))
             if every:
                 conn.execute(sql.SQL(
                     "CREATE STATISTICS IF NOT EXISTS {} ON {} FROM "

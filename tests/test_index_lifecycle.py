@@ -34,7 +34,7 @@ from plone.testing.zope import WSGI_SERVER_FIXTURE
 
 from plone.pgcatalog import db
 from plone.pgcatalog import ddl
-from plone.pgcatalog import schema
+from plone.pgcatalog import planstats
 from plone.pgcatalog.compiler import compile_search
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.config import get_dsn
@@ -58,12 +58,12 @@ def statistics():
     """``({name: expressions} the valid expression indexes want, {names}
     of the catalog's statistics objects})``."""
     with db.get_pool().connection() as conn:
-        wanted = {schema.statistics_name(row[1]): row[1]
+        wanted = {planstats.statistics_name(row[1]): row[1]
                   for row in conn.execute(
-                      schema._EXPRESSION_INDEXES_SQL, ()).fetchall()
+                      planstats._EXPRESSION_INDEXES_SQL, ()).fetchall()
                   if row[1]}
         made = {row[0] for row in conn.execute(
-            schema._STATISTICS_SQL, ()).fetchall()}
+            planstats._STATISTICS_SQL, ()).fetchall()}
     return wanted, made
 
 

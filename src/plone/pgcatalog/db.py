@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from plone.pgcatalog import config
 from plone.pgcatalog import schema
+from plone.pgcatalog import planstats
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
@@ -214,14 +215,14 @@ def analyzed(dsn, entries):
 
 def ensure_statistics(conn, built=False):
     """The planner statistics of the expression indexes
-    (:func:`plone.pgcatalog.schema.ensure_statistics`), filled at once
+    (:func:`plone.pgcatalog.planstats.ensure_statistics`), filled at once
     when some were made or indexes were ``built`` (a new index would
     otherwise be estimated blind until autovacuum analyzes the table: a
     shared one has its expressions' statistics from ANALYZE itself).  Best
     effort: the indexes work without them, and the next call makes what is
     missing."""
     try:
-        created = schema.ensure_statistics(conn)
+        created = planstats.ensure_statistics(conn)
         if created or built:
             with conn.transaction():
                 # autovacuum, should it be analyzing, gives way to a waiter

@@ -42,6 +42,8 @@ from statements import statements
 
 HOT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers",
              "Subject", "effectiveRange", "is_default_page")
+#: the hot sort index (schema version 21)
+SORT_NAME = "modified"
 NOW = DateTime()
 LONG = "x" * (hot.MAX_CHARS + 1)
 
@@ -98,6 +100,36 @@ QUERIES = (
     # the site root's path (plone.restapi adds it): every entry meets it
     {"portal_type": "Document", "path": "/plone"},
     {"portal_type": "Document", "effectiveRange": NOW, "path": "/plone"},
+)
+#: pages sorted by ``modified`` that walk the hot rows (schema version 21)
+SORTED = (
+    {"portal_type": "Document", "sort_on": "modified", "b_size": 3},
+    {"portal_type": "Document", "sort_on": "modified",
+     "sort_order": "descending", "b_size": 2, "b_start": 1},
+    {"portal_type": ["Document", "Folder"], "review_state": "private",
+     "sort_on": "modified", "sort_order": "reverse", "b_size": 10},
+    {"portal_type": "Document", "SearchableText": "D1 OR D3 OR D4",
+     "sort_on": "modified", "b_size": 2},
+    {"portal_type": "Document", "SearchableText": "D1 OR D3 OR D4",
+     "sort_on": "modified", "sort_order": "descending", "b_size": 2,
+     "b_start": 2},
+    {"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": NOW,
+     "sort_on": "modified", "sort_order": "descending", "b_size": 4},
+    {"portal_type": "Nothing such", "sort_on": "modified", "b_size": 2},
+    {"review_state": "private", "Title": "D2 OR D4",
+     "SearchableText": "D*", "sort_on": "modified", "b_size": 5},
+)
+#: pages sorted by ``modified`` the hot rows do not walk
+SORTED_COLD = (
+    # a free key (Subject is out of the key sets); a condition of the
+    # entries; two sort indexes; every match
+    {"portal_type": "Document", "Subject": "tag", "sort_on": "modified",
+     "b_size": 2},
+    {"portal_type": "Document", "id": "d1", "sort_on": "modified",
+     "b_size": 2},
+    {"portal_type": "Document", "sort_on": ["modified", "id"],
+     "b_size": 2},
+    {"portal_type": "Document", "sort_on": "modified"},
 )
 #: queries the hot rows do not answer (they read the entries)
 COLD = (
@@ -197,7 +229,7 @@ class TestHotKeys(ManagerWithoutCache):
     def cold_answer(self, query):
         """The answer read from the entries (no index hot)."""
         saved = {}
-        for name in HOT_NAMES:
+        for name in HOT_NAMES + (SORT_NAME,):
             index = self.index(name)
             saved[name] = index.__dict__.get("_pgc_hot_codes")
             index._pgc_hot_codes = {}
@@ -226,7 +258,9 @@ class TestHotKeys(ManagerWithoutCache):
             "FROM h.keys OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, "
             "b.rng) FROM pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT "
             "FROM (h.lo, h.hi, h.rng)) OR (h.rid IS NOT NULL AND h.path IS "
-            "DISTINCT FROM e.path) OR (h.rid IS NOT NULL AND (SELECT "
+            "DISTINCT FROM e.path) OR (h.rid IS NOT NULL AND h.srt IS "
+            "DISTINCT FROM pgcatalog_hot_sort(e.cid, e.idx)) OR (h.rid IS "
+            "NOT NULL AND (SELECT "
             "s.keys FROM pgcatalog_hot_sets s WHERE s.sid = h.sid AND s.cid "
             "= h.cid) IS DISTINCT FROM pgcatalog_hot_set_keys(h.cid, "
             "h.keys))", self.store.cid, self.store.cid)) + [
@@ -248,7 +282,46 @@ class TestHotKeys(ManagerWithoutCache):
                              query)
         self.assertEqual(self.mismatches(), [])
 
+    def walks_hot(self, query):
+        """Whether ``query``'s page is walked in the hot rows' sort
+        B-tree."""
+        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        return any("h.srt" in search_part(text) for text in sent)
+
     # -- tests ------------------------------------------------------------
+    def test_pages_sorted_by_modified_walk_the_hot_rows(self):
+        # distinct dates, and ties (same minute: rid order decides, the
+        # sort's direction), as ZCatalog sorts them
+        folder = self.portal.hot
+        for n, days in ((0, 3), (1, 1), (2, 3), (4, 5)):
+            folder["d%d" % n].setModificationDate(NOW - days)
+            folder["d%d" % n].reindexObject(idxs=["modified"])
+        transaction.commit()
+        for query in SORTED:
+            self.assertTrue(self.walks_hot(query), query)
+            self.assertEqual(self.answer(query), self.cold_answer(query),
+                             query)
+        for query in SORTED_COLD:
+            self.assertFalse(self.walks_hot(query), query)
+        rids, _n, total = self.answer(SORTED[0])
+        self.assertEqual(total, 6)
+        self.assertEqual(rids, [self.catalog.getrid("/plone/hot/d%d" % n)
+                                for n in (4, 0, 2)])
+        # the rows follow a change of the date, in the transaction
+        folder.d4.setModificationDate(NOW + 1)
+        folder.d4.reindexObject(idxs=["modified"])
+        self.assertEqual(self.answer(SORTED[0])[0][:2], [
+            self.catalog.getrid("/plone/hot/d%d" % n) for n in (0, 2)])
+        for query in SORTED:
+            self.assertEqual(self.answer(query), self.cold_answer(query),
+                             query)
+        self.assertEqual(self.mismatches(), [])
+        # an index object that has not registered its sort value (a
+        # catalog before version 21) is sorted by the entries
+        index = self.index(SORT_NAME)
+        index._pgc_hot_codes = {}
+        self.assertFalse(self.walks_hot(SORTED[0]))
+
     def test_installed_catalog_keeps_the_default_hot_indexes(self):
         cid = self.store.cid
         for name in HOT_NAMES:
@@ -260,11 +333,11 @@ class TestHotKeys(ManagerWithoutCache):
         self.assertEqual([row[:3] for row in names], [
             ("Subject", True, "keys"), ("allowedRolesAndUsers", True, "keys"),
             ("effectiveRange", False, "range"),
-            ("is_default_page", False, "bool"),
+            ("is_default_page", False, "bool"), ("modified", False, "sort"),
             ("portal_type", False, "keys"), ("review_state", False, "keys")])
         # each its own short code, the one its index object knows
         codes = [row[3] for row in names]
-        self.assertEqual(sorted(codes), ["1", "2", "3", "4", "5", "6"])
+        self.assertEqual(sorted(codes), ["1", "2", "3", "4", "5", "6", "7"])
         for name, _multi, _kind, code in names:
             self.assertEqual(hot.code(self.index(name), cid), code)
         # effectiveRange's bounds as integers (an open end: the bound)

@@ -33,7 +33,7 @@ COMMITS = [
     (8, "dfa6a2b"), (9, "88d98d1"), (10, "7df4dad"), (11, "2fd0edd"),
     (12, "fa92028"), (13, "9e8beea"), (14, "cdec45c"), (15, "44f8205"),
     (16, "7536b33"), (17, "1fb6c25"), (18, "3b1629a"),
-    (19, "60db653"),
+    (19, "60db653"), (20, "7dcac27"),
 ]
 #: commits whose path index created the shared (cid, depth) index
 DEPTH_INDEX = {"c044549", "5acb053", "0b64365", "027d0cf", "0b694cb",

@@ -138,7 +138,7 @@ BOOL_SEP = "\x1e"
 MAX_CHARS = 400
 #: the hot indexes when the ``hot-indexes`` setting says nothing
 DEFAULT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers",
-                 "Subject", "effectiveRange", "is_default_page")
+                 "Subject", "effectiveRange", "is_default_page", "modified")
 
 
 def names():
@@ -192,6 +192,13 @@ def kept_in(index, cid):
     schema version 18) or None (the hot rows only)."""
     found = (getattr(index, "_pgc_hot_sets", None) or {}).get(cid)
     return "sets" if found else ("free" if found is False else None)
+
+
+def sorts(index, cid):
+    """Whether catalog ``cid``'s hot rows hold ``index``'s sort value
+    (``srt``, schema version 21), as registered."""
+    return getattr(index, "pgc_hot_kind", None) == "sort" and \
+        ready(index, cid)
 
 
 def code(index, cid):
@@ -531,7 +538,8 @@ def sync(session, cid, index):
 def register(session, cid, index):
     name, multi = index.getId(), bool(index.pgc_multi)
     kind = getattr(index, "pgc_hot_kind", "keys")
-    in_set = kind != "range" and name not in set_excluded()
+    # (a range or a sort index gives the row no key)
+    in_set = kind not in ONE_PER_ROW and name not in set_excluded()
     if ready(index, cid) and kept_in(index, cid) == (
             "sets" if in_set else "free"):
         # registered, in the transaction that marked this index object
@@ -540,10 +548,10 @@ def register(session, cid, index):
     rows = session.execute(q(
         "SELECT name, code, kind, multi, in_set FROM {} WHERE cid = {}",
         HOT_NAMES, cid)).fetchall()
-    if kind == "range" and any(k == "range" and n != name
-                               for n, _c, k, _m, _s in rows):
-        # the row keeps one range index: this one is answered from the
-        # entries
+    if kind in ONE_PER_ROW and any(k == kind and n != name
+                                   for n, _c, k, _m, _s in rows):
+        # the row keeps one range index and one sort index: this one is
+        # answered from the entries
         unregister(session, cid, name, index)
         return
     codes = {n: c for n, c, _k, _m, _s in rows}
@@ -568,6 +576,11 @@ def register(session, cid, index):
     # upgraded to schema version 9, which filled the sets by the default,
     # or 18, which filled the free keys' rows)
     _mark(index, cid, mine, in_set)
+
+
+#: the kinds of index a hot row keeps one value of (the catalog's first
+#: registered, by name)
+ONE_PER_ROW = ("range", "sort")
 
 
 def unregister(session, cid, name, index=None):
@@ -622,19 +635,22 @@ def _recompute(session, cid, only):
     condition on the entry ``e``, or empty) as their values make them."""
     session.execute_write(cid, q(
         "WITH k AS (SELECT e.rid, e.cid, e.path, pgcatalog_hot_keys(e.cid, "
-        "e.idx) AS keys, b.lo, b.hi, b.rng FROM {} e, LATERAL "
-        "pgcatalog_hot_bounds(e.cid, e.idx) b WHERE e.cid = {}{}), "
+        "e.idx) AS keys, b.lo, b.hi, b.rng, pgcatalog_hot_sort(e.cid, e.idx) "
+        "AS srt FROM {} e, LATERAL pgcatalog_hot_bounds(e.cid, e.idx) b "
+        "WHERE e.cid = {}{}), "
         "gone AS (DELETE FROM {} h USING k WHERE h.rid = k.rid AND "
         "cardinality(k.keys) = 0) "
-        "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng, sid, path, kid) "
-        "SELECT k.rid, k.cid, k.keys, k.lo, k.hi, k.rng, pgcatalog_hot_set("
-        "k.cid, k.keys), k.path, pgcatalog_hot_free_set(k.cid, k.keys) FROM "
+        "INSERT INTO {} AS h (rid, cid, keys, lo, hi, rng, sid, path, kid, "
+        "srt) SELECT k.rid, k.cid, k.keys, k.lo, k.hi, k.rng, "
+        "pgcatalog_hot_set(k.cid, k.keys), k.path, pgcatalog_hot_free_set("
+        "k.cid, k.keys), k.srt FROM "
         "k WHERE cardinality(k.keys) > 0 ON CONFLICT (rid) DO UPDATE SET "
         "keys = EXCLUDED.keys, lo = EXCLUDED.lo, hi = EXCLUDED.hi, rng = "
         "EXCLUDED.rng, sid = EXCLUDED.sid, path = EXCLUDED.path, kid = "
-        "EXCLUDED.kid WHERE (h.keys, h.lo, h.hi, h.rng, h.sid, h.path, "
-        "h.kid) IS DISTINCT FROM (EXCLUDED.keys, EXCLUDED.lo, EXCLUDED.hi, "
-        "EXCLUDED.rng, EXCLUDED.sid, EXCLUDED.path, EXCLUDED.kid)", ENTRIES,
+        "EXCLUDED.kid, srt = EXCLUDED.srt WHERE (h.keys, h.lo, h.hi, h.rng, "
+        "h.sid, h.path, h.kid, h.srt) IS DISTINCT FROM (EXCLUDED.keys, "
+        "EXCLUDED.lo, EXCLUDED.hi, EXCLUDED.rng, EXCLUDED.sid, EXCLUDED.path, "
+        "EXCLUDED.kid, EXCLUDED.srt)", ENTRIES,
         cid, only, ident(schema.HOT), ident(schema.HOT)))
 
 

@@ -274,12 +274,21 @@ class Page(Plan):
     (``actual_result_count``) only when someone asks for it
     (results.PGLazyMap), or known at once when the page is the tail."""
 
-    def __init__(self, where, order, window, count=None):
+    def __init__(self, where, order, window, count=None, source=None):
         self.b_start = window.b_start
         self.b_size = window.b_size
-        page = q("SELECT e.rid, e.path FROM {} WHERE {} ORDER BY {} LIMIT "
-                 "{} OFFSET {}", ENTRIES, where, order, self.b_size,
-                 self.b_start)
+        if source is None:
+            page = q("SELECT e.rid, e.path FROM {} WHERE {} ORDER BY {} "
+                     "LIMIT {} OFFSET {}", ENTRIES, where, order, self.b_size,
+                     self.b_start)
+        else:
+            # the page's rids walked in the hot rows (``source``, ``where``
+            # and ``order`` over ``h``: :func:`hot_sorted`), their paths
+            # read for the page only
+            page = q("SELECT h.rid, (SELECT e.path FROM {} WHERE e.rid = "
+                     "h.rid) AS path FROM (SELECT h.rid FROM {} WHERE {} "
+                     "ORDER BY {} LIMIT {} OFFSET {}) h", ENTRIES, source,
+                     where, order, self.b_size, self.b_start)
         self.with_metadata = self.b_size <= PAGE_WITH_METADATA
         if self.with_metadata:
             # the page's rows keep their order through a projection (a
@@ -291,10 +300,14 @@ class Page(Plan):
             self.statement = q("SELECT ARRAY(SELECT p.rid FROM ({}) p)",
                                page)
         # the total from the hot rows when they answer the query (``count``:
-        # hot.count's statement)
-        self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where) \
-            if count is None else q("SELECT k.n FROM ({}) k(n, first)",
-                                    count)
+        # hot.count's statement); a Page walking the hot rows is given the
+        # entries' count (``count``, a statement of one value)
+        if source is not None:
+            self.count = count
+        elif count is None:
+            self.count = q("SELECT count(*) FROM {} WHERE {}", ENTRIES, where)
+        else:
+            self.count = q("SELECT k.n FROM ({}) k(n, first)", count)
 
     def answer(self, store):
         if self.with_metadata:

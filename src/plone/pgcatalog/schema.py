@@ -1351,10 +1351,63 @@ def _v20(conn):
     conn.execute(_V20_KEY.replace("{schema}", _home(conn)))
 
 
+# The sort index's value in the hot row (version 21): the catalog's first
+# index registered as ``sort`` (by name), as the entries sort it
+# (``(idx -> name)::bigint``, a DateIndex's minutes); null without a value,
+# or with one no bigint holds (such an entry's own sort fails: never read).
+_V21_SORT = r"""
+CREATE OR REPLACE FUNCTION pgcatalog_hot_sort(p_cid integer, p_idx jsonb)
+RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN jsonb_typeof(v.x) = 'number'
+                 AND (v.x #>> '{}')::numeric
+                     BETWEEN -9223372036854775808 AND 9223372036854775807
+           THEN v.x::bigint END
+    FROM (SELECT p_idx -> n.name AS x FROM pgcatalog_hot_names n
+          WHERE n.cid = p_cid AND n.kind = 'sort'
+          ORDER BY n.name LIMIT 1) v
+$$"""
+
+# The hot row written with its sort value (version 21): version 18's, one
+# column more.
+_V21_SYNC = _V18_SYNC.replace(
+    "sid, path,\n                                   kid)",
+    "sid, path,\n                                   kid, srt)").replace(
+    "                pgcatalog_hot_free_set(NEW.cid, found))",
+    "                pgcatalog_hot_free_set(NEW.cid, found),\n"
+    "                pgcatalog_hot_sort(NEW.cid, NEW.idx))").replace(
+    "path = EXCLUDED.path, kid = EXCLUDED.kid\n",
+    "path = EXCLUDED.path, kid = EXCLUDED.kid,\n"
+    "            srt = EXCLUDED.srt\n").replace(
+    "               pgcatalog_hot.kid)",
+    "               pgcatalog_hot.kid, pgcatalog_hot.srt)").replace(
+    "             EXCLUDED.sid, EXCLUDED.path, EXCLUDED.kid);",
+    "             EXCLUDED.sid, EXCLUDED.path, EXCLUDED.kid, EXCLUDED.srt);")
+
+
+def _v21(conn):
+    """Version 21: the sort index's value in the hot row (``srt``), under
+    a B-tree ``(cid, srt, rid) INCLUDE (sid)``.  A page sorted by that
+    index (``modified`` by default: the ``hot-indexes`` setting names it,
+    a DateIndex registers as ``sort``) whose other conditions are hot
+    ones in the key sets, and text, walks that B-tree, each row's set
+    checked from the index tuple, where it walked the entries' wide rows
+    by the date's B-tree (text + type + state by ``modified`` at 100,000
+    entries: 2,853 wide rows for a page).  Empty until an index registers
+    as ``sort`` (``pgc_sync_indexes``, GenericSetup upgrade 1006 ->
+    1007), which fills the column."""
+    conn.execute("ALTER TABLE pgcatalog_hot ADD COLUMN IF NOT EXISTS "
+                 "srt bigint")
+    conn.execute(_V21_SORT)
+    conn.execute(_V21_SYNC)
+    conn.execute("""CREATE INDEX IF NOT EXISTS pgcatalog_hot_srt
+        ON pgcatalog_hot (cid, srt, rid) INCLUDE (sid)
+        WHERE srt IS NOT NULL""")
+
+
 #: STEPS[n - 1] makes version n of version n - 1.  Append only.
 STEPS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11, _v12,
          _v13, _v14, _v15, _v16,
-         _v17, _v18, _v19, _v20]
+         _v17, _v18, _v19, _v20, _v21]
 
 SCHEMA_VERSION = len(STEPS)
 

@@ -207,12 +207,12 @@ def register_controlpanel(setup_tool):
 
 
 def sync_indexes(setup_tool):
-    """Upgrades 1001 -> 1002, 1002 -> 1003, 1003 -> 1004, 1004 -> 1005 and
-    1005 -> 1006: the catalog's PostgreSQL indexes and hot keys (schema
-    version 7, hot.py; the boolean indexes' text B-trees; which hot indexes
-    are in the key sets, schema version 9; the value B-trees shared by the
-    catalogs; which are in the free keys' rows, schema version 18) as its
-    indexes want them (``pgc_sync_indexes``)."""
+    """Upgrades 1001 -> 1002 up to 1006 -> 1007: the catalog's PostgreSQL
+    indexes and hot keys (schema version 7, hot.py; the boolean indexes'
+    text B-trees; which hot indexes are in the key sets, schema version 9;
+    the value B-trees shared by the catalogs; which are in the free keys'
+    rows, schema version 18; the sort index's value, schema version 21) as
+    its indexes want them (``pgc_sync_indexes``)."""
     tool = getToolByName(setup_tool, "portal_catalog")
     if hasattr(aq_base(tool), "pgc_sync_indexes"):
         created, dropped = tool.pgc_sync_indexes()

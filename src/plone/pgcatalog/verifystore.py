@@ -98,7 +98,8 @@ def long_lists(store, digests):
 
 def hot_mismatches(store, rids):
     """The ``rids`` (entries of the catalog) whose hot row is not what
-    their values make, its key set and its free keys' set included
+    their values make, its key set, its free keys' set and its sort
+    value included
     (:mod:`plone.pgcatalog.hot`; one statement)."""
     rids = list(rids)
     if not rids:
@@ -110,6 +111,8 @@ def hot_mismatches(store, rids):
         "OR (h.rid IS NOT NULL AND (SELECT (b.lo, b.hi, b.rng) FROM "
         "pgcatalog_hot_bounds(e.cid, e.idx) b) IS DISTINCT FROM (h.lo, h.hi, "
         "h.rng)) OR (h.rid IS NOT NULL AND h.path IS DISTINCT FROM e.path) "
+        "OR (h.rid IS NOT NULL AND h.srt IS DISTINCT FROM "
+        "pgcatalog_hot_sort(e.cid, e.idx)) "
         "OR (h.rid IS NOT NULL AND (SELECT s.keys FROM {} s WHERE "
         "s.sid = h.sid AND s.cid = h.cid) IS DISTINCT FROM "
         "pgcatalog_hot_set_keys(h.cid, h.keys)) OR (h.rid IS NOT NULL AND "

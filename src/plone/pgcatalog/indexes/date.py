@@ -120,9 +120,14 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
 
     Queries and sorting read the value as ``bigint`` (comparing and sorting
     numbers is several times cheaper than comparing jsonb values), served
-    by a B-tree on ``(cid, ((idx -> name)::bigint))``."""
+    by a B-tree on ``(cid, ((idx -> name)::bigint))``.  Named in the
+    ``hot-indexes`` setting (``modified`` by default), its value is the
+    hot row's sort value (hot.py, schema version 21): a page sorted by it
+    may walk the hot rows."""
 
     pgc_walkable_sort = True
+    pgc_hot = True
+    pgc_hot_kind = "sort"
 
     def pgc_extract(self, obj):
         return common.datum(self, obj)

@@ -41,8 +41,9 @@ class IIndexKind(Interface):
     pgc_hot = Attribute(
         "The kind can keep its values in the hot row (plone.pgcatalog.hot) "
         "when its name is hot: FieldIndex, KeywordIndex (string keys), "
-        "BooleanIndex (a boolean key), DateRangeIndex (its bounds); "
-        "``pgc_hot_kind`` says which ('keys', 'bool' or 'range').")
+        "BooleanIndex (a boolean key), DateRangeIndex (its bounds), "
+        "DateIndex (the sort value); ``pgc_hot_kind`` says which ('keys', "
+        "'bool', 'range' or 'sort').")
 
     def pgc_extract(obj):
         """The value to store for ``obj`` (an IIndexableObject wrapper) in

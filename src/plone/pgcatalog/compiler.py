@@ -172,6 +172,11 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
     return plans.Page(where, plans.RID, window, count=hot_count)
 
 
+#: the hot rows (every catalog's) from which a page sorted by the hot
+#: sort index walks them (:func:`hot_sorted`)
+HOT_SORTED_ROWS = 30000
+
+
 def hot_sorted(qc, conditions, hot_conditions, store, window,
                sort_indexes, reverse, where):
     """A page sorted by the hot rows' sort index (hot.sorts: ``srt``,
@@ -183,10 +188,17 @@ def hot_sorted(qc, conditions, hot_conditions, store, window,
     ``modified`` at 100,000 entries: 2,853 of them for a page of 20).
     The sets' ids are found first, so that PostgreSQL can estimate how many
     rows they hold (few: it reads them from the sets' B-tree and sorts
-    them).  Or None.  ``where``: the same conditions over the entries (the
-    total's statement, run when ``actual_result_count`` is read)."""
+    them).  Or None: also on a small site (fewer than ``HOT_SORTED_ROWS``
+    hot rows, PostgreSQL's statistics), where the entries' walk is short
+    and the sets' ids cost more, a round trip (10,000 entries: 1.87
+    against 1.57 ms; 100,000: 6.1 against 8.6 ms).  ``where``: the same
+    conditions over the entries (the total's statement, run when
+    ``actual_result_count`` is read)."""
     cid = store.cid
     if len(sort_indexes) != 1 or not hot.sorts(sort_indexes[0], cid):
+        return None
+    rows = store.hot_rows()
+    if rows is None or rows < HOT_SORTED_ROWS:
         return None
     texts = {id(text.entries_condition): text for text in qc.text_rows}
     keys, matched = [], []

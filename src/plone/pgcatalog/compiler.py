@@ -32,7 +32,7 @@ from plone.pgcatalog.query import unindex_prechecks
 
 
 #: the text rows (for a text condition over a hot row's rid)
-TEXT_ROWS = ident(schema.TEXT)
+TEXT = ident(schema.TEXT)
 
 
 def compile_search(catalog, query, store, window=None):
@@ -208,7 +208,7 @@ def hot_sorted(qc, conditions, hot_conditions, store, window,
         text = texts.get(id(condition))
         if text is not None:
             matched.append(q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = h.rid "
-                             "AND {})", TEXT_ROWS, text.condition("t")))
+                             "AND {})", TEXT, text.condition("t")))
         elif hot_form is None:
             return None
         else:

@@ -172,8 +172,9 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions,
     return plans.Page(where, plans.RID, window, count=hot_count)
 
 
-#: the hot rows (every catalog's) from which a page sorted by the hot
-#: sort index walks them (:func:`hot_sorted`)
+#: the hot rows (every catalog's, PostgreSQL's statistics: not known, not
+#: reached) from which a page sorted by the hot sort index walks them
+#: (:func:`hot_sorted`); 0: whatever their number
 HOT_SORTED_ROWS = 30000
 
 
@@ -197,9 +198,10 @@ def hot_sorted(qc, conditions, hot_conditions, store, window,
     cid = store.cid
     if len(sort_indexes) != 1 or not hot.sorts(sort_indexes[0], cid):
         return None
-    rows = store.hot_rows()
-    if rows is None or rows < HOT_SORTED_ROWS:
-        return None
+    if HOT_SORTED_ROWS:
+        rows = store.hot_rows()
+        if rows is None or rows < HOT_SORTED_ROWS:
+            return None
     texts = {id(text.entries_condition): text for text in qc.text_rows}
     keys, matched = [], []
     for condition, hot_form in zip(conditions[1:], hot_conditions):

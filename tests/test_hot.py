@@ -119,6 +119,9 @@ SORTED = (
     {"portal_type": "Nothing such", "sort_on": "modified", "b_size": 2},
     {"review_state": "private", "Title": "D2 OR D4",
      "SearchableText": "D*", "sort_on": "modified", "b_size": 5},
+    # the site root's path (plone.restapi adds it): every entry meets it
+    {"portal_type": "Document", "path": "/plone", "sort_on": "modified",
+     "sort_order": "descending", "b_size": 3},
 )
 #: pages sorted by ``modified`` the hot rows do not walk
 SORTED_COLD = (
@@ -131,6 +134,9 @@ SORTED_COLD = (
     {"portal_type": "Document", "sort_on": ["modified", "id"],
      "b_size": 2},
     {"portal_type": "Document", "sort_on": "modified"},
+    # a subtree beside the keys
+    {"portal_type": "Document", "path": "/plone/hot", "sort_on": "modified",
+     "b_size": 2},
 )
 #: queries the hot rows do not answer (they read the entries)
 COLD = (

@@ -108,6 +108,13 @@ the sets (``_pgc_hot_sets[cid]`` False, where True says "in the sets");
 an object without that record (registered before version 18) is answered
 from the keys, always right.
 
+The sort date (schema version 21): the hot row keeps the value of one
+DateIndex named hot (``modified`` by default; ``pgc_hot_kind`` "sort",
+registered as the range index is, the first by name) as ``srt``, under a
+B-tree ``(cid, srt, rid) INCLUDE (sid)``; a page sorted by it whose other
+conditions are in the key sets, and text, walks that B-tree
+(``compiler.hot_sorted``, :func:`sorts`).
+
 Used by the compiler for every-match answers and a batch's total when
 every condition of the query is hot (``plans.EveryMatch``, ``plans.Page``);
 anything else reads ``pgcatalog_entries`` as before.
@@ -365,7 +372,10 @@ def where(cid, conditions, sets=True, ids=None):
     estimate, which it cannot make of the sets' ids, and for the first
     rids in rid order, a walk of the primary key).  ``ids``: the sets'
     ids found already (an ``integer[]``: :func:`count` gives them beside a
-    kept count), instead of finding them again."""
+    kept count; or a list, :func:`set_ids`' answer), instead of finding
+    them again."""
+    if isinstance(ids, list):
+        ids = q("{}::integer[]", ids)
     conditions = _meaningful(conditions)
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys:

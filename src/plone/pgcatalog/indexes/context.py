@@ -1,5 +1,8 @@
 """What an index kind is told while it turns a query into SQL."""
+from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import Fragment
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import q
 
 
 class QueryContext:
@@ -59,6 +62,13 @@ class QueryContext:
         return made
 
 
+def text_exists(rid, match):
+    """A text row ``t`` of the entry whose rid is ``rid`` (a Fragment: the
+    entry's, or a hot row's) meets ``match`` (a condition over ``t``)."""
+    return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = {} AND {})",
+             ident(schema.TEXT), rid, match)
+
+
 class TextRow:
     """A text index's condition over its text row (``pgcatalog_text``)
     rather than the entry: a text search reads its matches there, and their
@@ -85,3 +95,8 @@ class TextRow:
 
     def rank(self, alias="e"):
         return self.columns(alias) or self.row_score(alias)
+
+    def over(self, rid):
+        """The condition over the entry whose rid is ``rid`` (a hot row's,
+        compiler.hot_sorted): as ``entries_condition`` is over ``e``."""
+        return text_exists(rid, self.condition("t"))

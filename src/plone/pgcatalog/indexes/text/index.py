@@ -28,6 +28,7 @@ from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.context import TextRow
+from plone.pgcatalog.indexes.context import text_exists
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import source_words
@@ -171,8 +172,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         # the query's strings are parameters; the index id a literal (the
         # GIN index is on the row's words when it is this index's)
         name = literal(self.getId())
-        condition = q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = e.rid AND "
-                      "{})", TEXT, match_sql(node, indexed_words(name, "t")))
+        condition = text_exists(q("e.rid"),
+                                match_sql(node, indexed_words(name, "t")))
         text_rows = getattr(qc, "text_rows", None)
         if text_rows is not None:
             # the score over the text row, made only if the compiler

@@ -27,6 +27,7 @@ from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import \
 from Products.ZCatalog.query import IndexQuery
 
 import Products.CMFPlone.patches  # noqa: F401  (dateIndexPatch, as in Plone)
+from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import Fragment
 from plone.pgcatalog.indexes.base import MISSING
@@ -256,7 +257,7 @@ def world():
     dsn = fresh_database("pgc_dates")
     conn = psycopg.connect(dsn, autocommit=True)
     psycopg.types.json.set_json_loads(orjson.loads, conn)
-    schema.ensure_schema(conn)
+    migrations.apply(conn)
     cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES ('t') "
                        "RETURNING cid").fetchone()[0]
     # another catalog in the same database must not leak in

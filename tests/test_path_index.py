@@ -19,6 +19,7 @@ from Products.ZCatalog.ZCatalog import ZCatalog
 
 from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog import hot
+from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.fragment import TRUE
@@ -97,7 +98,7 @@ DATASETS = _datasets()
 def db():
     dsn = pgserver.fresh_database("pgcatalog_path")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        schema.ensure_schema(conn)
+        migrations.apply(conn)
         cats = {}
         for name, paths in DATASETS.items():
             cid = conn.execute(

@@ -25,6 +25,7 @@ from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 
 from plone.pgcatalog.testing import pgserver
+from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.fragment import q
@@ -150,7 +151,7 @@ def env():
 
     dsn = pgserver.fresh_database("pgc_text")
     conn = psycopg.connect(dsn, autocommit=True)
-    schema.ensure_schema(conn)
+    migrations.apply(conn)
     cid = conn.execute(
         "INSERT INTO pgcatalog_catalogs (key) VALUES ('t') RETURNING cid"
     ).fetchone()[0]
@@ -617,7 +618,7 @@ def test_text_conditions_use_the_index_and_its_own_statistics():
     dsn = pgserver.fresh_database("pgc_text_stats")
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            schema.ensure_schema(conn)
+            migrations.apply(conn)
             cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES "
                                "('t') RETURNING cid").fetchone()[0]
             index = _named("SearchableText")
@@ -655,7 +656,7 @@ def test_index_id_quoted_in_its_index_and_conditions():
     dsn = pgserver.fresh_database("pgc_text_quoted")
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            schema.ensure_schema(conn)
+            migrations.apply(conn)
             cid = conn.execute("INSERT INTO pgcatalog_catalogs (key) VALUES "
                                "('t') RETURNING cid").fetchone()[0]
             index = _named(name)

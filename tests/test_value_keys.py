@@ -11,6 +11,7 @@ import pytest
 from DateTime import DateTime
 
 from plone.pgcatalog import codec
+from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.testing import pgserver
@@ -20,7 +21,7 @@ from plone.pgcatalog.testing import pgserver
 def conn():
     dsn = pgserver.fresh_database("pgcatalog_value_keys")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        schema.ensure_schema(conn)
+        migrations.apply(conn)
         yield conn
     pgserver.drop_database(dsn)
 
@@ -154,20 +155,26 @@ def test_a_number_is_found_through_the_b_tree(conn):
 
 
 def test_long_keys_stop_at_what_a_b_tree_holds(conn):
-    """Version 20: a key stops once it is longer than the value B-trees
-    hold (``schema.KEY_CHARS``); its first characters, all an index or a
-    query reads, are version 17's."""
-    old = schema._V17_KEY.replace(
-        "{schema}.pgcatalog_json_key", "pg_temp.json_key_v17").replace(
-        "FUNCTION pgcatalog_json_key", "FUNCTION pg_temp.json_key_v17")
-    conn.execute(old)
+    """A key stops once it is longer than the value B-trees hold
+    (``schema.KEY_CHARS``); its first characters, all an index or a query
+    reads, are those of the whole key (the baseline's function without its
+    bound)."""
+    text = migrations.baseline_sql()
+    start = text.index("CREATE FUNCTION pgcatalog_json_key")
+    whole = text[start:text.index("$$;", text.index("$$", start) + 2) + 3]
+    assert whole.count("EXIT WHEN length(r) > %d;" % schema.KEY_CHARS) == 2
+    whole = whole.replace(
+        "EXIT WHEN length(r) > %d;" % schema.KEY_CHARS, "").replace(
+        "@home@.pgcatalog_json_key", "pg_temp.json_key_whole").replace(
+        "FUNCTION pgcatalog_json_key", "FUNCTION pg_temp.json_key_whole")
+    conn.execute(whole)
     values = [list(range(5000)), [list(range(3000)), [1, 2]],
               {"k%04d" % i: i for i in range(500)}, ["x" * 3000, "y"],
               [[["deep"] * 400] * 3], list(range(10)), {"a": [1, 2]}]
     for value in values:
         new, was = conn.execute(
             "SELECT pgcatalog_json_key(%s::jsonb), "
-            "pg_temp.json_key_v17(%s::jsonb)",
+            "pg_temp.json_key_whole(%s::jsonb)",
             (orjson.dumps(value).decode(),) * 2).fetchone()
         n = schema.KEY_CHARS
         assert new[:n] == was[:n], value

@@ -80,12 +80,13 @@ def named_database(server, name, reuse):
 
 def stored_schema_version(dsn):
     """The plone.pgcatalog schema version of the stored catalog."""
+    from plone.pgcatalog import migrations
     try:
         with psycopg.connect(dsn, autocommit=True) as pg:
-            return pg.execute(
-                "SELECT max(version) FROM pgcatalog_schema").fetchone()[0]
+            state = migrations.read_state(pg)
     except psycopg.Error:
         return None
+    return state.version
 
 
 def stored_build(dsn, backend, scale, seed, any_source=False):
@@ -108,7 +109,7 @@ def stored_build(dsn, backend, scale, seed, any_source=False):
              % (backend, scale))
         return None
     if backend == "pgcatalog" and any_source:
-        from plone.pgcatalog.schema import SCHEMA_VERSION
+        from plone.pgcatalog.migrations import SCHEMA_VERSION
         version = stored_schema_version(dsn)
         if version != SCHEMA_VERSION:
             log("%s %d: stored catalog has schema version %s, not %s: "

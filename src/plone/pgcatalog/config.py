@@ -272,6 +272,36 @@ def get_slow_query_ms(site=None):
                        DEFAULT_SLOW_QUERY_MS, site)
 
 
+SCHEMA_MIGRATION = ("create", "upgrade", "off")
+
+
+def get_schema_migration():
+    """What a process may do to the catalog tables' schema by itself
+    (``schema-migration`` / ``PGCATALOG_SCHEMA_MIGRATION``):
+
+    ``create`` (the default)
+        create the tables in a database without them (a new site works at
+        once), never upgrade existing ones: after an upgrade of the
+        package, a process refuses to work on the older schema until
+        ``pgcatalog-migrate --apply`` ran (no migration holds a production
+        site's writes back by surprise).
+    ``upgrade``
+        also apply the pending steps when it finds an older schema (a
+        development or single-process site).
+    ``off``
+        never change the schema (a role that may not: the schema is
+        created and upgraded with ``pgcatalog-migrate`` by its owner).
+
+    docs/upgrade.md."""
+    value = (_setting("schema-migration", "PGCATALOG_SCHEMA_MIGRATION")
+             or "create").strip().lower()
+    if value not in SCHEMA_MIGRATION:
+        raise ConfigurationError(
+            "schema-migration must be one of %s, not %r"
+            % (", ".join(SCHEMA_MIGRATION), value))
+    return value
+
+
 INSTALL_INDEX = ("now", "later")
 
 

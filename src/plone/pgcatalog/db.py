@@ -19,10 +19,13 @@ from psycopg import sql
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
+from plone.pgcatalog import __version__
 from plone.pgcatalog import config
+from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog import planstats
 from plone.pgcatalog.errors import DatabaseUnavailable
+from plone.pgcatalog.errors import SchemaError
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import join
 from plone.pgcatalog.fragment import q
@@ -132,27 +135,82 @@ def safe_dsn(dsn):
 
 
 def ensure_schema(dsn=None):
-    """Create/upgrade the tables once per process and DSN."""
+    """Check, once per process and DSN, that the catalog tables fit this
+    release (:func:`check_schema`, as ``schema-migration`` allows); then
+    the planner statistics objects and the in-doubt transactions."""
     dsn = dsn or config.get_dsn()
     if dsn in _schema_ready:
         return
     pool = get_pool(dsn)
     with pool.connection() as conn:
-        schema.ensure_schema(conn)
+        check_schema(conn, config.get_schema_migration(), dsn)
         # a database whose indexes were built before plone.pgcatalog made
         # statistics objects for them gets them now (once)
         ensure_statistics(conn)
-        replaced = schema.replaced_indexes(conn)
-    if replaced:
-        # what a migration replaced, dropped without blocking readers
-        from plone.pgcatalog import ddl
-        ddl.drop_unused(dsn, replaced)
     _schema_ready.add(dsn)
     try:
         resolve_in_doubt(dsn)
     except psycopg.Error:  # e.g. no right to read pg_prepared_xacts
         logger.warning("could not look for in-doubt catalog transactions",
                        exc_info=True)
+
+
+def _steps_text(steps):
+    return "; ".join("%d: %s" % (step.version, step.title) for step in steps)
+
+
+def check_schema(conn, policy, dsn=None):
+    """The :class:`~plone.pgcatalog.migrations.State` of ``conn``'s catalog
+    tables once this release can work on them: created or upgraded here
+    when ``policy`` (``schema-migration``) allows, else
+    :class:`~plone.pgcatalog.errors.SchemaError` naming what to run."""
+    where = safe_dsn(dsn) if dsn else "this database"
+    state = migrations.read_state(conn)
+    if state.runs():
+        return state
+    if state.prerelease is not None:
+        raise SchemaError(
+            "The catalog tables in %s were made by a development version of "
+            "plone.pgcatalog from before its first release (schema version "
+            "%s), which no release upgrades: give the catalog a new database "
+            "(or drop the pgcatalog_* tables), then build it again "
+            "(pgcatalog-rebuild, or reinstall the profile).  See "
+            "docs/upgrade.md." % (where, state.prerelease))
+    if state.version is not None and state.version > migrations.SCHEMA_VERSION:
+        raise SchemaError(
+            "The catalog tables in %s have schema version %d (made by "
+            "pgcatalog-plone %s), which this process (pgcatalog-plone %s, "
+            "schema version %d) cannot work on: upgrade pgcatalog-plone in "
+            "this process.  See docs/upgrade.md." % (
+                where, state.version, state.release, __version__,
+                migrations.SCHEMA_VERSION))
+    pending = state.pending()
+    if state.empty and policy == "off":
+        raise SchemaError(
+            "There are no catalog tables in %s and this process may not "
+            "create them (schema-migration off): run `pgcatalog-migrate "
+            "--apply` as the database owner.  See docs/upgrade.md." % where)
+    if not state.empty and policy != "upgrade":
+        raise SchemaError(
+            "The catalog tables in %s have schema version %d; this process "
+            "(pgcatalog-plone %s) needs version %d.  Pending: %s.  Run "
+            "`pgcatalog-migrate --apply` (`pgcatalog-migrate` shows what it "
+            "will do), or let a process upgrade by itself with "
+            "schema-migration upgrade.  See docs/upgrade.md." % (
+                where, state.version, __version__,
+                migrations.SCHEMA_VERSION, _steps_text(pending)))
+
+    def progress(step, event, seconds):
+        if event == "done":
+            logger.warning("catalog schema in %s: %s (version %d) in %.1f s",
+                           where, step.title, step.version, seconds)
+
+    migrations.apply(conn, progress=progress)
+    state = migrations.read_state(conn)
+    if not state.runs():  # pragma: no cover - a newer release raced us
+        raise SchemaError("The catalog tables in %s changed while this "
+                          "process upgraded them: restart it." % where)
+    return state
 
 
 #: a transaction writing at least this many entries (install, rebuild,

@@ -12,11 +12,21 @@ class PGCatalogError(Exception):
 
 
 class ConfigurationError(PGCatalogError):
-    """No usable PostgreSQL DSN was configured.
+    """A setting of plone.pgcatalog is missing or has a value it cannot
+    take (no PostgreSQL DSN: set ``PGCATALOG_DSN`` or add
+    ``<product-config plone.pgcatalog> dsn ...`` to zope.conf).
 
-    Set ``PGCATALOG_DSN`` or add ``<product-config plone.pgcatalog> dsn ...``
-    to zope.conf.
+    The message names the setting; docs/configuration.md lists them all.
     """
+
+
+class SchemaError(ConfigurationError):
+    """The catalog tables in PostgreSQL do not fit this process: missing,
+    older than this release and not to be upgraded by it, newer than it, or
+    made by a development version from before the first release.
+
+    The message names the command that resolves it (``pgcatalog-migrate``,
+    docs/upgrade.md)."""
 
 
 class DatabaseUnavailable(PGCatalogError, TransientError):

@@ -514,19 +514,18 @@ class TestHotKeys(ManagerWithoutCache):
         hot.refill(self.store.session, cid)
         self.assertEqual(self.mismatches(), [])
 
-    def test_upgrade_step_gives_upgraded_index_objects_their_sets(self):
-        # a catalog upgraded to schema version 9: the sets are filled, the
-        # index objects do not know it yet and read the keys (always
-        # right); the upgrade step marks them, without writing the rows
-        from plone.pgcatalog import setuphandlers
+    def test_sync_gives_unmarked_index_objects_their_sets(self):
+        # the sets are filled, the index objects do not know it yet and
+        # read the keys (always right); pgc_sync_indexes marks them,
+        # without writing the rows
         cid = self.store.cid
         for name in HOT_NAMES:
             self.index(name).__dict__.pop("_pgc_hot_sets", None)
         query = {"portal_type": "Document", "review_state": "published"}
         self.assertFalse(self.reads_sets(query))
         self.assertEqual(self.answer(query), self.cold_answer(query))
-        _done, sent = statements(self.catalog, lambda: (
-            setuphandlers.sync_indexes(self.portal.portal_setup)))
+        _done, sent = statements(self.catalog,
+                                 self.catalog.pgc_sync_indexes)
         # (the rows are written again by hot._recompute only)
         self.assertFalse([t for t in sent
                           if "pgcatalog_hot_keys(e.cid, e.idx) AS keys" in t],
@@ -882,10 +881,9 @@ class TestHotKeys(ManagerWithoutCache):
             lists.LONG_LIST = saved
             transaction.abort()
 
-    def test_upgrade_step_gives_an_older_catalog_its_hot_keys(self):
-        # a catalog made before schema version 7: no hot names, no rows,
-        # its index objects unmarked; answered from the entries meanwhile
-        from plone.pgcatalog import setuphandlers
+    def test_sync_gives_a_catalog_without_hot_keys_its_hot_keys(self):
+        # no hot names, no rows, its index objects unmarked: answered from
+        # the entries meanwhile; pgc_sync_indexes registers them
         cid = self.store.cid
         self.store.session.execute_write(cid, q(
             "DELETE FROM pgcatalog_hot_names WHERE cid = {}", cid))
@@ -895,7 +893,7 @@ class TestHotKeys(ManagerWithoutCache):
             del self.index(name)._pgc_hot_codes
         self.assertFalse(self.reads_hot({"portal_type": "Document"}))
         self.assertEqual(self.answer({"portal_type": "Document"})[1], 6)
-        setuphandlers.sync_indexes(self.portal.portal_setup)
+        self.catalog.pgc_sync_indexes()
         for name in HOT_NAMES:
             self.assertTrue(hot.ready(self.index(name), cid), name)
         self.assert_same_answers()

@@ -21,7 +21,6 @@ import unittest
 
 import psycopg
 import transaction
-from plone.app.testing import applyProfile
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import setRoles
@@ -29,8 +28,6 @@ from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
-from plone.app.testing import PloneSandboxLayer
-from plone.testing.zope import WSGI_SERVER_FIXTURE
 
 from plone.pgcatalog import db
 from plone.pgcatalog import ddl
@@ -39,10 +36,8 @@ from plone.pgcatalog.compiler import compile_search
 from plone.pgcatalog.fragment import q
 from plone.pgcatalog.config import get_dsn
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.testing import CatalogStateLayerMixin
-from plone.pgcatalog.testing import PGCATALOG_FIXTURE
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-from plone.pgcatalog.testing import PGCatalogFunctionalTesting
+from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 
 
@@ -508,25 +503,9 @@ class TestSecurityFiltersCannotBeWeakened(unittest.TestCase):
                 dict(extra, portal_type="Document"))), 0, extra)
 
 
-class RestAPIFixture(CatalogStateLayerMixin, PloneSandboxLayer):
-    defaultBases = (PGCATALOG_FIXTURE,)
-
-    def setUpZope(self, app, configurationContext):
-        import plone.restapi
-        self.loadZCML(package=plone.restapi)
-
-    def setUpPloneSite(self, portal):
-        applyProfile(portal, "plone.restapi:default")
-
-
-RESTAPI_FIXTURE = RestAPIFixture()
-RESTAPI_TESTING = PGCatalogFunctionalTesting(
-    bases=(RESTAPI_FIXTURE, WSGI_SERVER_FIXTURE), name="PGCatalog:RestAPI")
-
-
 class TestHostileContentValues(unittest.TestCase):
     """What an editor can send through plone.restapi gets indexed."""
-    layer = RESTAPI_TESTING
+    layer = PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 
     def setUp(self):
         from plone.restapi.testing import RelativeSession

@@ -9,8 +9,14 @@ once when the other distribution is present.
 import importlib.metadata
 import logging
 
+from zope.i18nmessageid import MessageFactory
+
 
 logger = logging.getLogger("plone.pgcatalog")
+
+#: messages shown to people, in the plone.pgcatalog translation domain
+#: (locales/)
+_ = MessageFactory("plone.pgcatalog")
 
 #: this package's distribution
 DISTRIBUTION = "pgcatalog-plone"

@@ -235,9 +235,11 @@ def _non_negative_setting(name, env, default, site=None, unit=""):
     return _non_negative_int(name, value, unit)
 
 
-#: per-site values (the control panel's), keyed by setting name; they win
-#: over zope.conf and the environment for the site's catalog
-OVERRIDABLE = ("statement-timeout-ms", "slow-query-ms")
+#: per-site values (the site's plone.registry records, settings.py), keyed
+#: by setting name; they win over zope.conf and the environment for the
+#: site's catalog
+OVERRIDABLE = ("statement-timeout-ms", "slow-query-ms",
+               "verify-zmi-max-entries", "verify-zmi-repair-limit")
 
 
 def _ms_setting(name, env, default, site=None):
@@ -322,24 +324,22 @@ DEFAULT_VERIFY_ZMI_MAX_ENTRIES = 5000
 DEFAULT_VERIFY_ZMI_REPAIR_LIMIT = 1000
 
 
-def _count_setting(name, env, default):
-    return _non_negative_setting(name, env, default)
-
-
-def get_verify_zmi_max_entries():
+def get_verify_zmi_max_entries(site=None):
     """The ZMI's "Verify" tab verifies catalogs of up to this many entries
     in the request (``verify-zmi-max-entries`` /
     ``PGCATALOG_VERIFY_ZMI_MAX_ENTRIES``; default 5000); larger ones are
-    verified with ``pgcatalog-verify`` (docs/verify.md)."""
-    return _count_setting("verify-zmi-max-entries",
-                          "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES",
-                          DEFAULT_VERIFY_ZMI_MAX_ENTRIES)
+    verified with ``pgcatalog-verify`` (docs/verify.md).  ``site``: the
+    site's own settings, which win."""
+    return _non_negative_setting("verify-zmi-max-entries",
+                                 "PGCATALOG_VERIFY_ZMI_MAX_ENTRIES",
+                                 DEFAULT_VERIFY_ZMI_MAX_ENTRIES, site)
 
 
-def get_verify_zmi_repair_limit():
+def get_verify_zmi_repair_limit(site=None):
     """Entries one "Repair" of the ZMI's "Verify" tab repairs at most
     (``verify-zmi-repair-limit`` / ``PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT``;
-    default 1000): the rest are counted and left for the next one."""
-    return _count_setting("verify-zmi-repair-limit",
-                          "PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT",
-                          DEFAULT_VERIFY_ZMI_REPAIR_LIMIT)
+    default 1000): the rest are counted and left for the next one.
+    ``site``: the site's own settings, which win."""
+    return _non_negative_setting("verify-zmi-repair-limit",
+                                 "PGCATALOG_VERIFY_ZMI_REPAIR_LIMIT",
+                                 DEFAULT_VERIFY_ZMI_REPAIR_LIMIT, site)

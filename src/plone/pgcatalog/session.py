@@ -166,10 +166,10 @@ class CatalogSession:
 
     def use_settings(self, site):
         """Take the site's own settings (a dict of ``config.OVERRIDABLE``
-        names: the catalog control panel's) for this transaction, unless
+        names: its registry's, settings.py) for this transaction, unless
         its PostgreSQL transaction has begun (the first catalog of a
         transaction decides)."""
-        if site is self.site_settings or self.begun:
+        if self.site_settings is not None or self.begun:
             return
         self.site_settings = site
         self.timeout_ms = config.get_statement_timeout_ms(site)

@@ -13,6 +13,7 @@ Install also pins the tool's class in the toolset registry
 importing Plone's ``toolset.xml`` again keeps this tool.
 """
 from Acquisition import aq_base
+from plone.registry.interfaces import IRegistry
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
@@ -20,9 +21,11 @@ from Products.CMFPlone.CatalogTool import CatalogTool
 from Products.ZCatalog.ZCatalog import ZCatalog
 from Products.ZCTextIndex.ZCTextIndex import index_types
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from zope.component import getUtility
 
 from plone.pgcatalog import config
 from plone.pgcatalog import logger
+from plone.pgcatalog import settings
 from plone.pgcatalog import shadow
 # re-exported from its old home (callers that import it from here)
 from plone.pgcatalog.indexes import convert_index  # noqa: F401  (kept importable here)
@@ -200,21 +203,26 @@ def post_uninstall(setup_tool):
     uninstall(_portal(setup_tool))
 
 
-def register_controlpanel(setup_tool):
-    """Upgrade 1000 -> 1001: the control panel's configlet."""
-    setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default",
-                                        "controlpanel", run_dependencies=False)
+PROFILE = "profile-plone.pgcatalog:default"
 
 
-def sync_indexes(setup_tool):
-    """Upgrades 1001 -> 1002 up to 1006 -> 1007: the catalog's PostgreSQL
-    indexes and hot keys (schema version 7, hot.py; the boolean indexes'
-    text B-trees; which hot indexes are in the key sets, schema version 9;
-    the value B-trees shared by the catalogs; which are in the free keys'
-    rows, schema version 18; the sort index's value, schema version 21) as
-    its indexes want them (``pgc_sync_indexes``)."""
-    tool = getToolByName(setup_tool, "portal_catalog")
-    if hasattr(aq_base(tool), "pgc_sync_indexes"):
-        created, dropped = tool.pgc_sync_indexes()
-        logger.info("catalog indexes synchronized: %d created, %d dropped",
-                    len(created), len(dropped))
+def settings_to_registry(setup_tool):
+    """Upgrade to 1008: the registry records of the site's settings
+    (settings.py) and the control panel's configlet; the values the control
+    panel of an earlier version kept on the catalog tool (``_pgc_settings``)
+    move to the records."""
+    setup_tool.runImportStepFromProfile(PROFILE, "plone.app.registry",
+                                        run_dependencies=False)
+    setup_tool.runImportStepFromProfile(PROFILE, "controlpanel",
+                                        run_dependencies=False)
+    tool = aq_base(getToolByName(setup_tool, "portal_catalog"))
+    old = tool.__dict__.get("_pgc_settings")
+    if old is None:
+        return
+    registry = getUtility(IRegistry)
+    for field, name in settings.FIELDS.items():
+        if old.get(name) is not None:
+            registry["%s.%s" % (settings.PREFIX, field)] = int(old[name])
+    del tool._pgc_settings
+    logger.info("catalog settings moved to the registry: %s",
+                ", ".join(sorted(old)) or "none set")

@@ -37,6 +37,7 @@ from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import db
 from plone.pgcatalog import logger
 from plone.pgcatalog import rebuild
+from plone.pgcatalog import settings
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.session import current_session
@@ -93,10 +94,10 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     # -- PostgreSQL plumbing --------------------------------------------------
     def _pgc_session(self):
         session = current_session(jar=self._p_jar)
-        # the site's settings (its control panel's), over the process's
-        settings = getattr(aq_base(self), "_pgc_settings", None)
-        if settings:
-            session.use_settings(settings)
+        if session.site_settings is None:
+            # the site's settings (its registry's), over the process's:
+            # read once per transaction
+            session.use_settings(settings.site_settings())
         return session
 
     def _pgc_store(self):

@@ -17,6 +17,7 @@ from plone.app.testing import IntegrationTesting
 from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import PloneSandboxLayer
 from plone.testing import Layer
+from plone.testing.zope import WSGI_SERVER_FIXTURE
 
 import plone.pgcatalog
 from plone.pgcatalog import db
@@ -135,7 +136,26 @@ class PGCatalogFunctionalTesting(FunctionalTesting):
         restore(self._pgc_snapshot)
 
 
+class PGCatalogRestAPIFixture(CatalogStateLayerMixin, PloneSandboxLayer):
+    """The site with plone.restapi installed too."""
+
+    defaultBases = (PGCATALOG_FIXTURE,)
+
+    def setUpZope(self, app, configurationContext):
+        import plone.restapi  # the test extra's
+        self.loadZCML(package=plone.restapi)
+
+    def setUpPloneSite(self, portal):
+        applyProfile(portal, "plone.restapi:default")
+
+
+PGCATALOG_RESTAPI_FIXTURE = PGCatalogRestAPIFixture()
+
 PGCATALOG_INTEGRATION_TESTING = IntegrationTesting(
     bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Integration")
 PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
     bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Functional")
+#: a real WSGI server in front of the site with plone.restapi: HTTP clients
+PGCATALOG_RESTAPI_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
+    bases=(PGCATALOG_RESTAPI_FIXTURE, WSGI_SERVER_FIXTURE),
+    name="PGCatalog:RestAPI")

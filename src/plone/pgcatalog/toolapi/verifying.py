@@ -20,6 +20,7 @@ from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from ZPublisher import zpublish
 
 from plone.pgcatalog import config
+from plone.pgcatalog import settings
 from plone.pgcatalog import verify
 from plone.pgcatalog.verifywalk import portal_of
 
@@ -55,7 +56,8 @@ class VerifyAPI:
     def pgc_verify_status(self):
         """What the "Verify" tab shows."""
         entries = len(self)
-        limit = config.get_verify_zmi_max_entries()
+        site = settings.site_settings()
+        limit = config.get_verify_zmi_max_entries(site)
         report = verify.last_report(self)
         data = None
         if report is not None:
@@ -68,7 +70,7 @@ class VerifyAPI:
         return {"entries": entries, "max_entries": limit,
                 "too_large": entries > limit,
                 "site": portal_of(self).getId(),
-                "repair_limit": config.get_verify_zmi_repair_limit(),
+                "repair_limit": config.get_verify_zmi_repair_limit(site),
                 "report": data}
 
     def _pgc_verify_in_request(self, repair, RESPONSE, URL1):

@@ -162,3 +162,27 @@ def test_console_script_reads_the_zope_conf(dsn, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == "schema version 1\n"
     assert version(dsn) == 1
+
+
+def test_grant_sql(dsn):
+    run("--dsn", dsn, "--apply")
+    status, out, err = run("--dsn", dsn, "--sql", "--grant", 'web "app"')
+    assert status == migrate.CURRENT
+    lines = out.splitlines()
+    assert lines[0] == '-- what web "app" may do'
+    assert lines[1] == 'GRANT USAGE ON SCHEMA "public" TO "web ""app""";'
+    assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE ' \
+        '"public"."pgcatalog_entries" TO "web ""app""";' in lines
+    assert 'GRANT USAGE, SELECT ON SEQUENCE "public"."pgcatalog_rid_seq" ' \
+        'TO "web ""app""";' in lines
+    # every catalog table and sequence, and nothing else
+    with psycopg.connect(dsn) as conn:
+        relations = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relname LIKE "
+            "'pgcatalog\\_%' AND relkind IN ('r', 'S')").fetchone()[0]
+    assert len(lines) == 2 + relations
+    # an unknown role: PostgreSQL's refusal, in one line
+    status, out, err = run("--dsn", dsn, "--grant", "no-such-role")
+    assert status == migrate.ERROR
+    assert err.startswith("pgcatalog-migrate: PostgreSQL refused: role "
+                          '"no-such-role" does not exist')

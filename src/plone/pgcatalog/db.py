@@ -143,16 +143,35 @@ def ensure_schema(dsn=None):
         return
     pool = get_pool(dsn)
     with pool.connection() as conn:
-        check_schema(conn, config.get_schema_migration(), dsn)
-        # a database whose indexes were built before plone.pgcatalog made
-        # statistics objects for them gets them now (once)
-        ensure_statistics(conn)
+        try:
+            check_schema(conn, config.get_schema_migration(), dsn)
+        except psycopg.errors.InsufficientPrivilege:
+            role = conn.info.user
+            raise SchemaError(
+                "The role %s may not read or change the catalog tables in %s: "
+                "grant it what running processes need with `pgcatalog-migrate "
+                "--grant %s` run as the tables' owner (or let it create them: "
+                "docs/upgrade.md)." % (role, safe_dsn(dsn), role)) from None
+        if owns_tables(conn):
+            # a database whose indexes were built before plone.pgcatalog
+            # made statistics objects for them gets them now (once)
+            ensure_statistics(conn)
     _schema_ready.add(dsn)
     try:
         resolve_in_doubt(dsn)
     except psycopg.Error:  # e.g. no right to read pg_prepared_xacts
         logger.warning("could not look for in-doubt catalog transactions",
                        exc_info=True)
+
+
+def owns_tables(conn):
+    """The connection's role owns the catalog tables (or is a member of
+    the role that does): it may build their indexes and statistics.  A
+    least-privilege role reads and writes rows only (docs/upgrade.md)."""
+    found = conn.execute(
+        "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = "
+        "to_regclass('pgcatalog_entries')").fetchone()
+    return bool(found and found[0])
 
 
 def _steps_text(steps):

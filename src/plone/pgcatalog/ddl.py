@@ -236,6 +236,15 @@ def build_now(dsn, statements):
     with psycopg.connect(dsn, autocommit=True,
                          application_name=db.APPLICATION_NAME) as conn:
         conn.execute("SET lock_timeout = 0")
+        if not db.owns_tables(conn):
+            logger.warning(
+                "the catalog's PostgreSQL indexes %s are not built: this "
+                "process's role does not own the catalog tables.  Queries "
+                "on them are answered without them (slower on big sites) "
+                "until pgc_sync_indexes() runs as the tables' owner "
+                "(docs/upgrade.md, least-privilege role)",
+                ", ".join(sorted(statements)))
+            return built
         for name, statement in sorted(statements.items()):
             with _name_lock(conn, name):
                 if not db.run(conn, select_used(name)).fetchone():
@@ -336,8 +345,8 @@ def sync(session, cid, indexes):
             _unregister(session, cid, index_id, sorted(unwanted), now=False)
             dropped.extend(sorted(unwanted))
     hot.prune(session, cid, by_name)
-    # the shared expression indexes of schema versions before 4 (nobody
-    # registers them): dropped after the commit
+    # catalog indexes no catalog registers (a drop that did not happen):
+    # dropped after the commit
     legacy = [row[0] for row in session.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
         "AND indexname LIKE 'pgcatalog\\_x\\_%%' AND indexname NOT IN "

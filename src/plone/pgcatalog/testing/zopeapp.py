@@ -75,7 +75,7 @@ def open_relstorage(dsn, cache_size, workdir, **settings):
     if RelStorage is None:  # pragma: no cover - depends on install
         raise RuntimeError(
             "RelStorage is not installed (pip install "
-            "'plone.pgcatalog[test]' or 'plone.pgcatalog[bench]').")
+            "'pgcatalog-plone[test]' or 'pgcatalog-plone[bench]').")
     options = dict(RELSTORAGE_SETTINGS)
     options["blob_dir"] = os.path.join(workdir, "blobs")
     options.update(settings)

@@ -6,6 +6,7 @@ catalog's store (``store.py``): the PostgreSQL indexes each catalog index
 uses (``pgcatalog_indexes``) with their size and state, the tables' sizes,
 and pages of entries by path prefix.  Nothing here writes.
 """
+from plone.pgcatalog import _
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
@@ -40,14 +41,15 @@ def pg_indexes(store):
 
 
 def state_of(exists, valid, ready):
-    """What a PostgreSQL index's flags mean for queries."""
+    """What a PostgreSQL index's flags mean for queries (a message for
+    people: the Indexes tab shows it in the request's language)."""
     if not exists:
-        return "missing (pgc_sync_indexes builds it)"
+        return _("missing (pgc_sync_indexes builds it)")
     if valid:
-        return "valid"
+        return _("valid")
     if ready:
-        return "building"
-    return "invalid (the next build replaces it)"
+        return _("building")
+    return _("invalid (the next build replaces it)")
 
 
 def table_sizes(store):

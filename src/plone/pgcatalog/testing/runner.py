@@ -1,5 +1,8 @@
 """Run another package's unmodified test suite on plone.pgcatalog.
 
+Usage: pgcatalog-testrunner [--stock] [--no-exclusions] [--exclude REGEX]
+                            [--list-exclusions] [zope.testrunner options]
+
 ``pgcatalog-testrunner`` is zope.testrunner with plone.app.testing's
 ``PloneFixture`` (``PLONE_FIXTURE``, the base of every Plone test layer)
 extended so that the test site's ``portal_catalog`` is plone.pgcatalog's::
@@ -37,35 +40,63 @@ Options of this runner (everything else goes to zope.testrunner unchanged;
 
 The exit status is non-zero when a test failed or errored (zope.testrunner's)
 and also when no test at all was selected (zope.testrunner's would be 0).
+
+Running tests needs zope.testrunner and plone.app.testing, which a site's
+install does not bring: ``pip install 'pgcatalog-plone[testrunner]'`` (the
+``test`` extra has them too).
 """
 import atexit
 import importlib
+import importlib.util
 import os
 import re
 import sys
 import textwrap
 
-from Acquisition import aq_base
-from plone.app.testing import applyProfile
-from plone.app.testing.interfaces import PLONE_SITE_ID
-from plone.app.testing.layers import PloneFixture
-from plone.testing import zodb
-from zope.component.hooks import getSite
-from zope.component.hooks import setHooks
-from zope.component.hooks import setSite
-from zope.configuration import xmlconfig
-from zope.testrunner.runner import Runner
-
-import plone.pgcatalog
-from plone.pgcatalog import db
-from plone.pgcatalog.testing import layers
 from plone.pgcatalog.testing.exclusions import EXCLUSIONS
 from plone.pgcatalog.testing import pgserver
-from plone.pgcatalog.tool import PGCatalogTool
 
 
 MODE_ENV = "PGCATALOG_TESTRUNNER_MODE"
-PROFILE = "plone.pgcatalog:default"
+# What running tests needs besides the package (the ``testrunner`` extra, in
+# the ``test`` one too); --help and --list-exclusions need neither.
+REQUIRES = ("zope.testrunner", "plone.app.testing")
+EXTRA_HINT = "pip install 'pgcatalog-plone[testrunner]'"
+
+
+def missing_requirements():
+    """The names in ``REQUIRES`` that cannot be imported."""
+    missing = []
+    for name in REQUIRES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:  # a parent package is missing
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def _plonefixture():
+    # Imported on use, not at the top: it needs plone.app.testing, which a
+    # site's install lacks and --help must not (missing_requirements).
+    from plone.pgcatalog.testing import plonefixture
+    return plonefixture
+
+
+def install_patches():
+    """Make PloneFixture (and every layer on it) use plone.pgcatalog
+    (``plone.pgcatalog.testing.plonefixture``).
+
+    Idempotent. Called by ``main``; call it yourself (before layers are set
+    up) to get the same behaviour under another test runner.
+    """
+    _plonefixture().install_patches()
+
+
+def _drop_leftovers():
+    _plonefixture().drop_leftovers()
+
 
 def id_pattern(test_id):
     """The zope.testrunner ``-t`` regex selecting exactly ``test_id``.
@@ -76,127 +107,6 @@ def id_pattern(test_id):
     module_class, _, method = test_id.rpartition(".")
     return r"^%s \(%s(\.%s)?\)$" % (
         re.escape(method), re.escape(module_class), re.escape(method))
-
-
-# -- the patches ------------------------------------------------------------
-
-_live_databases = []
-
-
-def _current_dsn():
-    return os.environ.get("PGCATALOG_DSN")
-
-
-def _snapshot():
-    """(dsn, rows) of the catalog database in use, or None without one."""
-    dsn = _current_dsn()
-    if not dsn or dsn not in _live_databases:
-        return None
-    return dsn, layers.snapshot()
-
-
-def _restore(state):
-    if state is None:
-        return
-    dsn, rows = state
-    if dsn != _current_dsn() or dsn not in _live_databases:
-        return  # its database is gone already: nothing to put back
-    layers.restore(rows)
-
-
-def _patched_stack(orig):
-    def stackDemoStorage(db=None, name=None):
-        new = orig(db, name)
-        state = _snapshot()
-        if state is not None:
-            close = new.close
-
-            def close_and_restore(*args, **kw):
-                try:
-                    return close(*args, **kw)
-                finally:
-                    if new.__dict__.pop("_pgcatalog_state", None) is not None:
-                        _restore(state)
-
-            new._pgcatalog_state = state
-            new.close = close_and_restore
-        return new
-    stackDemoStorage.__doc__ = orig.__doc__
-    stackDemoStorage._pgcatalog_original = orig
-    return stackDemoStorage
-
-
-def _database_up(layer):
-    database = layers.PGDatabaseLayer()
-    database.setUp()
-    _live_databases.append(database.dsn)
-    layer._pgcatalog_database = database
-
-
-def _database_down(layer):
-    database = layer.__dict__.pop("_pgcatalog_database", None)
-    if database is None:
-        return
-    if database.dsn in _live_databases:
-        _live_databases.remove(database.dsn)
-    database.tearDown()
-
-
-def install_patches():
-    """Make PloneFixture (and every layer on it) use plone.pgcatalog.
-
-    Idempotent. Called by ``main``; call it yourself (before layers are set
-    up) to get the same behaviour under another test runner.
-    """
-    if PloneFixture.__dict__.get("_pgcatalog_patched"):
-        return
-    PloneFixture._pgcatalog_patched = True
-
-    zodb.stackDemoStorage = _patched_stack(zodb.stackDemoStorage)
-
-    orig_setUp = PloneFixture.setUp
-    orig_tearDown = PloneFixture.tearDown
-    orig_setUpZCML = PloneFixture.setUpZCML
-    orig_setUpDefaultContent = PloneFixture.setUpDefaultContent
-
-    def setUp(self):
-        # The database first: the fixture's own stacked DemoStorage then
-        # snapshots the (empty) catalog and empties it again when popped.
-        _database_up(self)
-        try:
-            orig_setUp(self)
-        except BaseException:
-            _database_down(self)
-            raise
-
-    def tearDown(self):
-        try:
-            orig_tearDown(self)
-        finally:
-            _database_down(self)
-
-    def setUpZCML(self):
-        orig_setUpZCML(self)
-        xmlconfig.file("configure.zcml", plone.pgcatalog,
-                       context=self["configurationContext"])
-
-    def setUpDefaultContent(self, app):
-        orig_setUpDefaultContent(self, app)
-        portal = app[PLONE_SITE_ID]
-        setHooks()
-        site = getSite()
-        setSite(portal)
-        try:
-            applyProfile(portal, PROFILE)
-        finally:
-            setSite(site)
-        if not isinstance(aq_base(portal["portal_catalog"]), PGCatalogTool):
-            raise RuntimeError("%s did not install plone.pgcatalog" % PROFILE)
-
-    PloneFixture.setUp = setUp
-    PloneFixture.tearDown = tearDown
-    PloneFixture.setUpZCML = setUpZCML
-    PloneFixture.setUpDefaultContent = setUpDefaultContent
 
 
 # -- command line -----------------------------------------------------------
@@ -274,18 +184,11 @@ def _print_exclusions(out=None):
             file=out or sys.stdout)
 
 
-def _drop_leftovers():
-    # Databases of layers never torn down (interrupted run): drop them.
-    for dsn in list(_live_databases):
-        try:
-            db.close_pools()
-            pgserver.drop_database(dsn)
-        except Exception:  # pragma: no cover - best effort at exit
-            pass
-
-
 def _run_zope_testrunner(args):
     """Run zope.testrunner with ``args``; return the Runner that ran."""
+    # Imported here, not at the top: zope.testrunner is not installed with
+    # a site (missing_requirements), and --help must work there.
+    from zope.testrunner.runner import Runner
     test_runner = Runner(args=args, cwd=os.getcwd(),
                          script_parts=["-m", "plone.pgcatalog.testing.runner"])
     test_runner.run()
@@ -332,11 +235,22 @@ def main(argv=None):
             return 0
         elif arg in ("-h", "--help"):
             print(__doc__)
+            if missing_requirements():
+                # zope.testrunner's options cannot be listed without it
+                print("zope.testrunner's own options are listed once it is "
+                      "installed (%s)." % EXTRA_HINT)
+                return 0
             rest.append(arg)
         else:
             rest.append(arg)
         i += 1
 
+    missing = missing_requirements()
+    if missing:
+        print("pgcatalog-testrunner: running tests needs %s, not installed "
+              "here: %s" % (" and ".join(missing), EXTRA_HINT),
+              file=sys.stderr)
+        return 2
     zargs = build_args(rest, exclusions=not exclusions_off,
                        extra_excludes=extra, stock=stock)
     if stock:

@@ -151,7 +151,12 @@ class Request:
     def __exit__(self, exc_type, *exc):
         try:
             if self.commit and exc_type is None:
-                transaction.commit()
+                try:
+                    transaction.commit()
+                except BaseException:
+                    # as the publisher does: the failed transaction ends
+                    transaction.abort()
+                    raise
             else:
                 transaction.abort()
         finally:

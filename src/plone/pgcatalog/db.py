@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from plone.pgcatalog import __version__
 from plone.pgcatalog import config
+from plone.pgcatalog import consistency
 from plone.pgcatalog import migrations
 from plone.pgcatalog import schema
 from plone.pgcatalog import planstats
@@ -454,8 +455,6 @@ def _can_import(dsn, snapshot):
 
 # -- commits ------------------------------------------------------------------
 
-#: global ids of the catalog's prepared transactions start with this
-GID_PREFIX = "pgcatalog:"
 
 def log_commit(cid, delta):
     """Every writing transaction logs its change count (insert-only: two
@@ -580,30 +579,51 @@ def resolve_in_doubt(dsn, older_than=None, decision=None):
     would block every later write of those entries.
 
     Those older than ``older_than`` seconds (``in-doubt-seconds``, default
-    60: a live process finishes its own in milliseconds) are committed, or
-    rolled back with ``in-doubt-resolution rollback``: which one matches the
-    ZODB cannot be known here (the crash fell just before or just after the
-    storages committed); the catalog's verify/repair tools reconcile the
-    entries concerned.  Returns ``[(gid, command)]``; run at start-up."""
+    60: a live process finishes its own in milliseconds) follow what the
+    ZODB holds when that can be read: with RelStorage in the catalog's
+    database the global id names the storage's own transaction, committed
+    (the catalog commits too) or aborted (it rolls back); one still in
+    progress is left.  Otherwise (another storage, or a transaction too old
+    for PostgreSQL to know) they are committed, or rolled back with
+    ``in-doubt-resolution rollback``, and logged: verify the catalog
+    against the ZODB.  Returns ``[(gid, command)]``; run at start-up."""
     older_than = config.get_in_doubt_seconds() if older_than is None \
         else older_than
-    command = "%s PREPARED" % (decision or config.get_in_doubt_resolution())
+    default = "%s PREPARED" % (decision or config.get_in_doubt_resolution())
     done = []
     with get_pool(dsn).connection() as conn:
         rows = conn.execute(
             "SELECT gid, prepared FROM pg_prepared_xacts WHERE gid LIKE %s "
             "AND database = current_database() AND prepared < "
             "now() - make_interval(secs => %s)",
-            (GID_PREFIX + "%", older_than)).fetchall()
+            (consistency.GID_PREFIX + "%", older_than)).fetchall()
         for gid, prepared in rows:
+            storage_xid = consistency.storage_xid_of(gid)
+            status = None
+            if storage_xid is not None:
+                status = run(conn, consistency.xact_status(
+                    storage_xid)).fetchone()[0]
+            if status == "in progress":
+                continue
+            command = {"committed": "COMMIT PREPARED",
+                       "aborted": "ROLLBACK PREPARED"}.get(status, default)
             try:
                 conn.execute(sql.SQL(command + " {}").format(
                     sql.Literal(gid)))
+            except psycopg.errors.UndefinedObject:
+                continue  # finished meanwhile
             except psycopg.Error:
                 logger.warning("%s %s failed", command, gid, exc_info=True)
                 continue
-            logger.warning(
-                "in-doubt catalog transaction %s (prepared %s): %s; verify "
-                "the catalog against the ZODB", gid, prepared, command)
+            if status is None:
+                logger.warning(
+                    "in-doubt catalog transaction %s (prepared %s): %s "
+                    "(in-doubt-resolution); verify the catalog against the "
+                    "ZODB", gid, prepared, command)
+            else:
+                logger.warning(
+                    "in-doubt catalog transaction %s (prepared %s): %s, as "
+                    "its storage transaction %s", gid, prepared, command,
+                    status)
             done.append((gid, command))
     return done

@@ -5,6 +5,7 @@
 from Products.ZCatalog.Catalog import CatalogError  # noqa: F401  (re-export)
 from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError
+from ZODB.POSException import ReadConflictError
 
 
 class PGCatalogError(Exception):
@@ -72,6 +73,16 @@ class CatalogMissing(PGCatalogError):
 
 class UnsupportedIndexType(PGCatalogError, ValueError):
     """``addIndex`` was asked for an index type plone.pgcatalog cannot serve."""
+
+
+class CatalogReadConflictError(ReadConflictError):
+    """The catalog's snapshot could not be brought in line with the
+    objects' snapshot of this transaction (a catalog commit was finishing
+    while it began, and another one came meanwhile).
+
+    A ``ConflictError`` (a read conflict, as the ZODB raises when a
+    transaction cannot see an object as of its snapshot): Zope's publisher
+    retries the request, whose new snapshot agrees."""
 
 
 class CatalogConflictError(ConflictError):

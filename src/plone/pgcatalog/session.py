@@ -59,12 +59,14 @@ from zope.interface import implementer
 
 from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import config
+from plone.pgcatalog import consistency
 from plone.pgcatalog import db
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import ddl
 from plone.pgcatalog import lazy
 from plone.pgcatalog import writer as writer_module
 from plone.pgcatalog.changes import Changes
+from plone.pgcatalog.errors import CatalogReadConflictError
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.fragment import Fragment
@@ -93,6 +95,28 @@ def _timeout_sql(ms):
     return q("SET LOCAL statement_timeout = {}", literal(int(ms))).ddl
 
 
+#: cid -> when the catalog's lag behind its objects was last logged
+_lag_logged = {}
+#: prepared catalog transactions a reader waited for in vain
+_stuck = set()
+
+
+def _lagging(behind, watched):
+    """Log (once a minute per catalog) that a snapshot of its own still
+    lacks commits the ZODB generation counts, with none being finished."""
+    now = time.monotonic()
+    for cid, facts in behind.items():
+        if now - _lag_logged.get(cid, -60.0) < 60.0:
+            continue
+        _lag_logged[cid] = now
+        logger.warning(
+            "catalog %d: PostgreSQL holds %d writing commits, the ZODB "
+            "counts %d, and none is being finished: the catalog lacks "
+            "commits its objects show (an in-doubt transaction rolled back, "
+            "a restored database?); run pgcatalog-verify (docs/verify.md)",
+            cid, facts.stamp, watched[cid])
+
+
 @implementer(IDataManager)
 class CatalogSession:
     """The catalog's data manager for one ZODB transaction."""
@@ -115,10 +139,22 @@ class CatalogSession:
         self.failed = None
         #: read-only statements sent with the next one (see ride)
         self.riders = []
-        #: (no writer in progress, change stamp) of this PostgreSQL
-        #: transaction's snapshot, once asked (store.snapshot_complete)
-        self.snapshot_facts = None
+        #: cid -> the ZODB generation of the catalogs this transaction uses
+        #: (their snapshots must agree: consistency.py)
+        self.watched = {}
+        #: cid -> consistency.Facts of this PostgreSQL transaction's snapshot
+        self.facts = {}
+        #: the facts asked with BEGIN (a cursor, read once the pipeline ends)
+        self._facts_cursor = None
+        #: the storage's snapshot to import ("": none; None: not asked yet)
         self.snapshot_id = None
+        #: this PostgreSQL transaction imported the storage's snapshot
+        self.shared = False
+        #: the storage shares the catalog's database (its snapshot was)
+        self.storage_shared = False
+        #: the storage's PostgreSQL transaction id of this commit (xid8
+        #: text), when it shares the database (tpc_vote)
+        self.storage_xid = None
         self.pending = writer_module.PendingWrites()
         #: moves whenever what this session's statements see may change
         #: (writes sent, a savepoint rolled back, the PostgreSQL transaction
@@ -217,14 +253,22 @@ class CatalogSession:
         conn.execute(_BEGIN, prepare=False)
         self.epoch += 1
         # facts about the snapshot are about this PostgreSQL transaction's
-        self.snapshot_facts = None
+        self.facts = {}
         if self.snapshot_id is None:
             self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
+            self.storage_shared = bool(self.snapshot_id)
+        self.shared = bool(self.snapshot_id)
         if self.snapshot_id:
             conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
                 sql.Literal(self.snapshot_id)), prepare=False)
         if self.timeout_ms:
             conn.execute(_timeout_sql(self.timeout_ms), prepare=False)
+        self._facts_cursor = None
+        if self.watched:
+            # does the snapshot agree with the objects'? (consistency.py)
+            fragment = consistency.facts_sql(self.watched)
+            self._facts_cursor = conn.cursor().execute(
+                fragment.text, fragment.params)
 
     def _unlimited(self, conn):
         """Lift the reads' statement timeout for the writes queued next (the
@@ -311,8 +355,12 @@ class CatalogSession:
         session's transaction (BEGIN first when it is ``fresh``); its
         result is returned.  When the connection turns out dead and the
         transaction had no writes, again on a fresh connection; any other
-        failure goes to ``failed(conn, exc, fresh)``, which raises."""
+        failure goes to ``failed(conn, exc, fresh)``, which raises.  A
+        fresh snapshot behind the objects' is rolled back (with whatever
+        ``queue`` sent after BEGIN) and replaced by one that agrees, and
+        ``queue`` runs again: :meth:`_agree`."""
         attempt = 0
+        resnapshots = 0
         while True:
             attempt += 1
             conn = self.connection()
@@ -323,8 +371,8 @@ class CatalogSession:
                         self._begin_statements(conn)
                     result = queue(conn, fresh)
                 self.begun = True
-                return result
             except psycopg.Error as exc:
+                self._facts_cursor = None
                 if dberrors.connection_lost(exc) and not self.wrote \
                         and attempt < CONNECT_ATTEMPTS:
                     # died while idle in the pool (a server restart, a
@@ -334,6 +382,104 @@ class CatalogSession:
                     continue
                 failed(conn, exc, fresh)
                 raise  # pragma: no cover - failed() raises
+            if fresh and self._facts_cursor is not None:
+                cursor, self._facts_cursor = self._facts_cursor, None
+                if not self._agree(cursor.fetchall(), resnapshots):
+                    resnapshots += 1
+                    continue
+            return result
+
+    def watch(self, cid, generation):
+        """Catalog ``cid`` is used in this transaction, whose ZODB snapshot
+        counts ``generation`` of its writing commits (None: no counter
+        yet): the PostgreSQL snapshot must agree (consistency.py).  A
+        PostgreSQL transaction already begun is checked now."""
+        if generation is None or cid in self.watched:
+            return
+        self.watched[cid] = generation
+        if self.begun and cid not in self.facts:
+            fragment = consistency.facts_sql([cid])
+            rows = self._run(fragment.text, fragment.params, True, False)
+            if not self._agree(rows.fetchall(), 0, end=True):
+                # the next statement begins a snapshot that agrees
+                self._end_snapshot()
+
+    def _agree(self, rows, resnapshots, end=False):
+        """Take the facts of a new snapshot; whether it agrees with the
+        objects' (else it was ended, unless ``end`` leaves that to the
+        caller, and the caller runs again on a new one).  Raises
+        CatalogReadConflictError when it cannot be made to agree."""
+        behind, ahead = {}, False
+        for cid, stamp, prepared, moved in rows:
+            facts = self.facts[cid] = consistency.Facts(stamp, prepared,
+                                                        moved)
+            generation = self.watched.get(cid)
+            if generation is None:
+                continue
+            if stamp < generation:
+                behind[cid] = facts
+            elif stamp > generation:
+                ahead = True
+        if resnapshots:
+            # a snapshot of its own, taken after waiting: it holds exactly
+            # what the objects show, or the request runs again
+            if ahead:
+                raise CatalogReadConflictError(
+                    "the catalog changed while its snapshot was brought in "
+                    "line with the objects'; the request is retried")
+            if behind:
+                _lagging(behind, self.watched)
+            return True
+        if not behind:
+            return True
+        waiting = [x for f in behind.values() for x in f.prepared]
+        if waiting and not self._wait_for(waiting):
+            # their process died between the storages' commit and the
+            # catalog's (in-doubt): nothing to wait for, no use retrying;
+            # answered from what is committed until they are resolved
+            return True
+        if self.wrote or self.views_open():
+            raise CatalogReadConflictError(
+                "the catalog's snapshot misses commits the objects show "
+                "(they were being finished); the request is retried")
+        if not end:
+            self._end_snapshot()
+        return False
+
+    def _wait_for(self, xids):
+        """Wait (at most consistency.WAIT seconds) until the prepared
+        transactions ``xids`` are finished (pg_prepared_xacts is the
+        server's present, not the snapshot's); whether they are.  Those
+        that outlived a wait once are not waited for again (their process
+        died: db.resolve_in_doubt finishes them)."""
+        xids = [x for x in xids if x not in _stuck]
+        if not xids:
+            return False
+        deadline = time.monotonic() + consistency.WAIT
+        fragment = consistency.still_prepared_sql(xids)
+        while time.monotonic() < deadline:
+            if not db.run(self.conn, fragment).fetchone()[0]:
+                return True
+            time.sleep(consistency.POLL)
+        _stuck.update(xids)
+        logger.warning("prepared catalog transactions %s still unfinished "
+                       "after %.1f s: their process may have died (they are "
+                       "resolved at the next start, db.resolve_in_doubt)",
+                       sorted(xids), consistency.WAIT)
+        return False
+
+    def _end_snapshot(self):
+        """End this PostgreSQL transaction (it holds no writes) so that the
+        next statement begins a snapshot of its own, newer than the
+        storage's."""
+        try:
+            self.conn.execute("ROLLBACK", prepare=False)
+        except psycopg.Error:
+            self._drop_connection()
+        self.begun = False
+        self.epoch += 1
+        self.facts = {}
+        self.snapshot_id = ""
 
     def ride(self, fragment, callback, prepare=False):
         """Send the read-only ``fragment`` with this transaction's next
@@ -523,27 +669,38 @@ class CatalogSession:
         self._uncounted()
         conn = self.connection()
         gid = None
-        if db.two_phase(self.dsn) and _other_resources(txn, self):
-            gid = "%s%s" % (db.GID_PREFIX, uuid.uuid4().hex)
+        cids = self.dirty | set(self.counter_flushed)
+        two_phase = db.two_phase(self.dsn) and _other_resources(txn, self)
         try:
             with conn.pipeline():
                 # the commit is never cut short by the reads' limit
                 self._unlimited(conn)
-                for cid in sorted(self.dirty | set(self.counter_flushed)):
+                for cid in sorted(cids):
                     # insert-only: concurrent writers never conflict here
                     db.run(conn, db.log_commit(
                         cid, self.counter_flushed.get(cid, 0)), prepare=True)
-                if gid is None:
+                found = None
+                if two_phase and self.storage_shared:
+                    # the storage's own PostgreSQL transaction (it voted):
+                    # what an in-doubt catalog transaction follows
+                    found = db.run(conn, consistency.STORAGE_XID)
+                elif not two_phase:
                     conn.execute("COMMIT", prepare=False)
-                else:
-                    conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(
-                        sql.Literal(gid)), prepare=False)
+            if two_phase:
+                row = found.fetchone() if found is not None else None
+                self.storage_xid = row[0] if row else None
+                gid = consistency.gid(uuid.uuid4().hex, cids,
+                                      self.storage_xid)
+                # known before it is sent: if the acknowledgement is lost,
+                # the abort rolls back what the server may have prepared
+                self.prepared = gid
+                conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(
+                    sql.Literal(gid)), prepare=False)
         except psycopg.Error as exc:
             self._contain(conn, exc, False)
             raise dberrors.translate_error(exc, "commit") from None
         self.begun = False
         self.epoch += 1
-        self.prepared = gid
         if gid is None:
             self._committed()
 
@@ -595,10 +752,37 @@ class CatalogSession:
             db.analyze(self.dsn)
 
     def tpc_abort(self, txn):
-        if self.prepared is not None:
-            gid, self.prepared = self.prepared, None
-            self._finish_prepared(gid, "ROLLBACK PREPARED")
+        gid, self.prepared = self.prepared, None
+        if gid is not None:
+            # voted (the catalog is last to vote, so every resource voted):
+            # a storage failed to finish, or the acknowledgement of PREPARE
+            # was lost.  Follow the storage's own transaction when it is in
+            # this database; roll back otherwise.
+            command = "ROLLBACK PREPARED"
+            if self._storage_committed():
+                logger.critical(
+                    "a storage failed in tpc_finish after its database "
+                    "transaction committed: the catalog's commits too (%s)",
+                    gid)
+                command = "COMMIT PREPARED"
+            self._finish_prepared(gid, command)
+            if command == "COMMIT PREPARED":
+                self._committed()
         self._end()
+
+    def _storage_committed(self):
+        """Whether the storage's PostgreSQL transaction of this commit (in
+        the catalog's database) committed; False when unknown."""
+        if not self.storage_xid:
+            return False
+        try:
+            with db.get_pool(self.dsn).connection() as conn:
+                return db.run(conn, consistency.xact_status(
+                    self.storage_xid)).fetchone()[0] == "committed"
+        except psycopg.Error:
+            logger.warning("could not read the storage transaction's status",
+                           exc_info=True)
+            return False
 
     def _finish_prepared(self, gid, command):
         statement = sql.SQL(command + " {}").format(sql.Literal(gid))
@@ -606,6 +790,10 @@ class CatalogSession:
         for attempt in range(FINISH_ATTEMPTS):
             try:
                 self.connection().execute(statement, prepare=False)
+                return
+            except psycopg.errors.UndefinedObject:
+                # nothing (left) prepared under that id: PREPARE never
+                # reached the server, or another process finished it
                 return
             except psycopg.Error as exc:
                 if not dberrors.connection_lost(exc) and not self.conn.broken:
@@ -663,6 +851,8 @@ class CatalogSession:
             self.begun = False
             self.epoch += 1
             self.wrote = False
+            self.watched = {}
+            self.facts = {}
             self.cache.clear()
             conn, self.conn = self.conn, None
             if conn is not None:

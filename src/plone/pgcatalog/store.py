@@ -21,6 +21,7 @@ scatter the caches and the catalog id that every statement shares.
 import time
 
 from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import consistency
 from plone.pgcatalog import dberrors
 from plone.pgcatalog import layouts
 from plone.pgcatalog import lists
@@ -92,6 +93,9 @@ class CatalogStore:
         self.cache_generation = None
         self.counters = None
         self._cid = None
+        #: the ZODB generation to check the snapshot against, until the
+        #: session is told (watch)
+        self._generation = None
         #: rid -> path, as this transaction read them
         self.paths = {}
         #: paths this transaction saw with metadata
@@ -134,34 +138,30 @@ class CatalogStore:
 
     def snapshot_complete(self, generation):
         """Whether this transaction's PostgreSQL snapshot holds exactly the
-        catalog writes that ZODB generation ``generation`` counts (see
-        cache.py).  Every writing transaction adds one to both the
-        generation (in the ZODB) and the catalog's change stamp (its commit
-        log row, in PostgreSQL); so the snapshot holds what the generation
-        counts when its stamp equals the generation and no writing
-        transaction was in progress when it was taken (a transaction
-        counted by the generation whose catalog part commits after the
-        storages is then either visible or in progress).  Asked once per
-        transaction (memoized)."""
-        if self.session.snapshot_facts is None:
-            self._snapshot_facts(self.execute(self._snapshot_sql()).fetchall())
-        complete, stamp = self.session.snapshot_facts
-        return complete and stamp == generation
+        catalog writes that ZODB generation ``generation`` counts
+        (consistency.complete; see cache.py).  Its facts come with the
+        transaction's first statement (the session watches the catalog),
+        else with a statement of their own, once."""
+        cid = self.cid
+        facts = self.session.facts.get(cid)
+        if facts is None:
+            self._snapshot_facts(self.execute(
+                consistency.facts_sql([cid])).fetchall())
+            facts = self.session.facts.get(cid)
+        return consistency.complete(facts, generation, self.session.shared)
 
     def expect_fill(self):
         """Send the facts :meth:`snapshot_complete` needs with the
         transaction's next statement (no round trip of their own)."""
-        if self.session.snapshot_facts is None:
-            self.session.ride(self._snapshot_sql(), self._snapshot_facts)
-
-    def _snapshot_sql(self):
-        return q("SELECT (SELECT coalesce(bool_and(pg_xact_status(x) = "
-                 "'aborted'), true) FROM pg_snapshot_xip("
-                 "pg_current_snapshot()) AS x), ({})", self._state_sql())
+        cid = self.cid
+        if cid not in self.session.facts:
+            self.session.ride(consistency.facts_sql([cid]),
+                              self._snapshot_facts)
 
     def _snapshot_facts(self, rows):
-        complete, stamp = rows[0]
-        self.session.snapshot_facts = (bool(complete), stamp)
+        for cid, stamp, prepared, moved in rows:
+            self.session.facts[cid] = consistency.Facts(stamp, prepared,
+                                                        moved)
 
     @property
     def cid(self):
@@ -171,7 +171,24 @@ class CatalogStore:
         raises CatalogMissing instead of silently starting empty."""
         if self._cid is None:
             self._cid = self._catalog_id()
+            self._watch()
         return self._cid
+
+    def watch(self, generation):
+        """Have the session check that its snapshot agrees with the ZODB
+        generation ``generation()`` of this catalog (consistency.py), as
+        soon as the catalog's id is known (without a statement when this
+        process knows it)."""
+        self._generation = generation
+        if self._cid is None:
+            self._cid = _cids.get((self.session.dsn, self.key))
+        if self._cid is not None:
+            self._watch()
+
+    def _watch(self):
+        generation, self._generation = self._generation, None
+        if generation is not None:
+            self.session.watch(self._cid, generation())
 
     def _catalog_id(self):
         key = (self.session.dsn, self.key)
@@ -204,12 +221,6 @@ class CatalogStore:
             "count(l.id) FROM {} c LEFT JOIN {} l ON l.cid = c.cid WHERE "
             "c.cid = {} GROUP BY c.counter, c.stamp", ident(schema.CATALOGS),
             ident(schema.COMMITS), self.cid)).fetchone())
-
-    def _state_sql(self):
-        """The change stamp, as a sub-select."""
-        return q("SELECT c.stamp + (SELECT count(*) FROM {} l WHERE l.cid = "
-                 "c.cid) FROM {} c WHERE c.cid = {}", ident(schema.COMMITS),
-                 ident(schema.CATALOGS), self.cid)
 
     def stamped(self, key, compute, names):
         """``compute()``, cached per process while what it reads is

@@ -106,9 +106,13 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         store = session.cache.get(("store", self._pgc_key))
         if store is not None and store.on_write is not None:
             return store
-        return store_for(session, self._pgc_key,
-                         bool(self.__dict__.get("_pgc_created")),
-                         self._pgc_changed)
+        store = store_for(session, self._pgc_key,
+                          bool(self.__dict__.get("_pgc_created")),
+                          self._pgc_changed)
+        # the transaction's catalog snapshot must agree with this ZODB
+        # snapshot's count of the catalog's commits (consistency.py)
+        store.watch(lambda: result_cache.generation(self))
+        return store
 
     def _pgc_changed(self):
         """This transaction writes the catalog (its first write, or one

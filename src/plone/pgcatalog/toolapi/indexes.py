@@ -81,6 +81,11 @@ class IndexesAPI:
         debug session)."""
         self._pgc_key = uuid.uuid4().hex
         self.__dict__.pop("_pgc_created", None)
+        # the old rows' counts of commits: the new rows' start again (the
+        # next write makes them from the new change stamp, cache.py)
+        self.__dict__.pop("_pgc_generation", None)
+        self.__dict__.pop("_pgc_changes", None)
+        self._p_changed = True
         self._pgc_mark_created()
         for index in self.index_objects():
             self._pgc_create_ddl(index)

@@ -1,0 +1,161 @@
+"""The catalog's snapshot agrees with the objects' snapshot.
+
+A ZODB transaction loads objects as of its ZODB snapshot and reads the
+catalog in a PostgreSQL snapshot.  Each catalog counts its writing commits
+twice: its *generation* in the ZODB (the tool's ``_pgc_generation``, bumped
+by every transaction that commits catalog writes, committed with the
+storages) and its *change stamp* in PostgreSQL (one commit-log row per such
+transaction, committed with the catalog's writes).  A transaction knows the
+generation of its ZODB snapshot (no statement) and asks the stamp of its
+PostgreSQL snapshot with its first statement (:func:`facts_sql`, in the
+same round trip).  They differ only when the two snapshots hold different
+commits:
+
+* **behind** (stamp < generation): the objects show a commit whose catalog
+  part the snapshot does not.  With two-phase commit the storages commit
+  first and the catalog's ``COMMIT PREPARED`` follows a moment later: a
+  snapshot taken in between (RelStorage's own, which the catalog shares)
+  holds the objects and not their entries.  The session then waits for
+  those prepared transactions (their ids are in the facts) and reads in a
+  new snapshot, which must match the generation exactly; one that is ahead
+  raises :class:`~plone.pgcatalog.errors.CatalogReadConflictError` (Zope
+  retries the request).  A transaction that already wrote in the old
+  snapshot raises it at once (after the wait).  Prepared transactions
+  that outlive the wait belong to a process that died between the two
+  commits: the transaction goes on with what is committed (nothing better
+  is coming until ``db.resolve_in_doubt`` finishes them).
+* **ahead** (stamp > generation): the catalog shows commits whose objects
+  the transaction cannot load.  With a snapshot of its own (the catalog in
+  another database, on ZEO or FileStorage) it is taken at the first catalog
+  statement, after the ZODB's: commits in between are visible.  Without
+  two-phase commit the catalog commits in the storages' vote.  Documented
+  (docs/transactions.md), not raised: a catalog whose stamp ran ahead for
+  good (a catalog commit whose ZODB part failed) must keep answering.
+
+The result cache fills only from a snapshot that holds exactly what the
+generation counts (:func:`complete`).
+
+Prepared transactions name the catalogs they write in their global id
+(:func:`gid`), so that only this catalog's writers make a snapshot
+incomplete: another application's open transaction, a ``pg_dump`` or a
+transaction prepared in another database do not.
+"""
+from plone.pgcatalog import schema
+from plone.pgcatalog.fragment import ident
+from plone.pgcatalog.fragment import q
+
+
+#: global ids of the catalog's prepared transactions start with this
+GID_PREFIX = "pgcatalog:"
+#: a transaction writing more catalogs than this names none ("*": all)
+GID_MAX_CATALOGS = 20
+#: seconds a reader waits for the prepared transactions its snapshot lacks
+#: (a live process commits its own a moment after the storages)
+WAIT = 1.0
+#: seconds between two looks at them
+POLL = 0.002
+
+
+def gid(token, cids, storage_xid=None):
+    """The global id of a prepared transaction writing catalogs ``cids``,
+    whose storage's PostgreSQL transaction (in the same database) is
+    ``storage_xid``: ``pgcatalog:<token>:<cid>.<cid>[:<storage xid>]``."""
+    cids = sorted(cids)
+    named = ".".join(str(int(c)) for c in cids) \
+        if 0 < len(cids) <= GID_MAX_CATALOGS else "*"
+    found = "%s%s:%s" % (GID_PREFIX, token, named)
+    if storage_xid is not None:
+        found += ":%d" % int(storage_xid)
+    return found
+
+
+def storage_xid_of(gid):
+    """The storage transaction a global id names (None: none)."""
+    parts = gid.split(":")
+    if len(parts) >= 4 and parts[0] + ":" == GID_PREFIX and \
+            parts[3].isdigit():
+        return parts[3]
+    return None
+
+
+#: RelStorage (PostgreSQL) holds advisory lock -1 from its vote to its
+#: commit (its "commit lock"): in the catalog's vote, which follows the
+#: storages', the holder in this database is this commit's storage
+#: transaction.  Its id as a full (xid8) number, from this transaction's.
+STORAGE_XID = q(
+    "SELECT (((pg_current_xact_id()::text::bigint >> 32) - CASE WHEN "
+    "t.transactionid::text::bigint > (pg_current_xact_id()::text::bigint "
+    "& 4294967295) THEN 1 ELSE 0 END) << 32) + "
+    "t.transactionid::text::bigint FROM pg_locks a JOIN pg_locks t ON "
+    "t.virtualtransaction = a.virtualtransaction AND t.locktype = "
+    "'transactionid' WHERE a.locktype = 'advisory' AND a.granted AND "
+    "a.database = (SELECT oid FROM pg_database WHERE datname = "
+    "current_database()) AND a.classid = 4294967295 AND a.objid = "
+    "4294967295 AND a.objsubid = 1 LIMIT 1")
+
+
+def xact_status(xid):
+    """``pg_xact_status`` of a full transaction id (committed, aborted,
+    in progress, or NULL when too old to know)."""
+    return q("SELECT pg_xact_status({}::text::xid8)", str(int(xid)))
+
+
+def _of_catalog(gid_sql, cid_sql):
+    """SQL: the prepared transaction ``gid_sql`` writes catalog
+    ``cid_sql`` (an id without catalogs names them all)."""
+    part = "split_part(%s, ':', 3)" % gid_sql
+    return ("(%s IN ('', '*') OR %s::text = ANY(string_to_array(%s, '.')))"
+            % (part, cid_sql, part))
+
+
+def facts_sql(cids):
+    """One row per catalog of ``cids``, in the current snapshot: its id,
+    its change stamp, the ids of its prepared transactions (not committed,
+    so missing from every snapshot), and whether a transaction the
+    snapshot sees as in progress has committed since (its catalog part
+    then missing from it)."""
+    return q(
+        "SELECT c.cid, c.stamp + (SELECT count(*) FROM {} l WHERE l.cid = "
+        "c.cid), ARRAY(SELECT p.transaction::text FROM pg_prepared_xacts p "
+        "WHERE p.database = current_database() AND p.gid LIKE {} AND "
+        + _of_catalog("p.gid", "c.cid") + "), EXISTS (SELECT 1 FROM "
+        "pg_snapshot_xip(pg_current_snapshot()) x WHERE pg_xact_status(x) = "
+        "'committed') FROM {} c WHERE c.cid = ANY({}::int[])",
+        ident(schema.COMMITS), GID_PREFIX + "%", ident(schema.CATALOGS),
+        sorted(cids))
+
+
+def still_prepared_sql(xids):
+    """How many of the prepared transactions ``xids`` are still prepared."""
+    return q("SELECT count(*) FROM pg_prepared_xacts WHERE "
+             "transaction::text = ANY({}::text[])", list(xids))
+
+
+class Facts:
+    """What a PostgreSQL snapshot holds of one catalog (a row of
+    :func:`facts_sql`)."""
+
+    __slots__ = ("stamp", "prepared", "moved")
+
+    def __init__(self, stamp, prepared, moved):
+        self.stamp = stamp
+        self.prepared = tuple(prepared or ())
+        self.moved = bool(moved)
+
+
+def complete(facts, generation, shared):
+    """Whether a snapshot with ``facts`` holds exactly the catalog writes
+    that ZODB generation ``generation`` counts.
+
+    Shared with the storage (the objects' own snapshot): an equal count
+    suffices, as the catalog's part of a transaction becomes visible after
+    the storages' with two-phase commit (before it without), so the two
+    sets of commits are one within the other.  A snapshot of its own, taken
+    after the ZODB's: the count, and none of this catalog's writers in
+    progress when it was taken (one of them may be counted by the
+    generation and missing here while another, not counted, is visible),
+    nor any transaction finished between the snapshot and the facts (it
+    may have been one)."""
+    if facts is None or generation is None or facts.stamp != generation:
+        return False
+    return shared or not (facts.prepared or facts.moved)

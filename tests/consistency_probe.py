@@ -1,0 +1,278 @@
+"""Catalog and objects in the same transaction, across processes.
+
+A Plone site on history-free RelStorage with plone.pgcatalog in the same
+PostgreSQL database (two-phase commit on).  Writer processes create, edit,
+rename and delete documents, committing as fast as they can; reader
+processes, in every transaction, ask the catalog and compare each answer
+with the objects the same transaction can load:
+
+* ``behind``: an object the transaction loads that the answer misses;
+* ``ahead``: an entry whose object the transaction cannot load;
+* ``stale``: an entry whose title is not its object's;
+* ``errors``: an exception while searching or iterating the brains (a
+  retryable conflict, counted apart, is not one: the publisher retries it).
+
+Usage (prints one JSON line)::
+
+    python tests/consistency_probe.py [--seconds 120] [--writers 2]
+        [--readers 3] [--cache on|off]
+
+tests/test_consistency.py runs it briefly; a longer run is a measurement
+(BENCHMARKS.md).
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+import transaction
+
+
+SITE = "plone"
+ADMIN = "admin"
+FOLDER = "probe"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _open(dsn, workdir):
+    from plone.pgcatalog.testing.zopeapp import open_relstorage
+    from plone.pgcatalog.testing.zopeapp import start_zope
+    db = open_relstorage(dsn, cache_size=400, workdir=workdir)
+    start_zope(db, workdir)
+    return db
+
+
+def setup(dsn, workdir, docs):
+    from relstorage_scenario import make_site
+
+    from plone.pgcatalog.testing.zopeapp import Request
+    db = _open(dsn, workdir)
+    make_site(db)
+    with Request(db, SITE, ADMIN, commit=True) as r:
+        r.site.invokeFactory("Folder", FOLDER, title="Probe")
+        folder = r.site[FOLDER]
+        for i in range(docs):
+            folder.invokeFactory("Document", "d%d" % i,
+                                 title="t%d-0" % i)
+    db.close()
+
+
+def writer(db, seconds, seed):
+    from transaction.interfaces import TransientError
+
+    from plone.pgcatalog.testing.zopeapp import Request
+    rnd = random.Random(seed)
+    done = retries = failures = 0
+    errors = []
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += 1
+        op = rnd.random()
+        try:
+            with Request(db, SITE, ADMIN, commit=True) as r:
+                folder = r.site[FOLDER]
+                ids = folder.objectIds()
+                if op < 0.25 or len(ids) < 5:
+                    new = "w%d-%d" % (seed, n)
+                    folder.invokeFactory("Document", new,
+                                         title="%s-%d" % (new, n))
+                elif op < 0.7:
+                    doc = folder[rnd.choice(ids)]
+                    doc.setTitle("%s-%d" % (doc.getId(), n))
+                    doc.reindexObject()
+                elif op < 0.85:
+                    folder.manage_delObjects([rnd.choice(ids)])
+                else:
+                    old = rnd.choice(ids)
+                    folder.manage_renameObject(old, "r%d-%d" % (seed, n))
+            done += 1
+        except TransientError:
+            retries += 1
+        except Exception as exc:  # noqa: B902 - counted
+            failures += 1
+            if len(errors) < 5:
+                import traceback
+                errors.append(traceback.format_exc()[-1500:])
+    return {"commits": done, "retries": retries, "failures": failures,
+            "errors": errors}
+
+
+QUERIES = [
+    lambda path: {"portal_type": "Document", "path": path},
+    lambda path: {"path": {"query": path, "depth": 1},
+                  "sort_on": "getObjPositionInParent"},
+    lambda path: {"portal_type": "Document", "path": path,
+                  "sort_on": "modified", "sort_order": "descending",
+                  "b_size": 20},
+]
+
+
+def compare(folder, brains, full):
+    """(behind, ahead, stale) of one answer against the objects: objects
+    the answer misses (``full`` answers only), entries whose object the
+    transaction cannot load, entries whose title is not their object's."""
+    objects = {}
+    for child in folder.objectValues():
+        if getattr(child, "portal_type", None) == "Document":
+            objects["/".join(child.getPhysicalPath())] = child.Title()
+    seen = {}
+    ahead = stale = 0
+    for brain in brains:
+        path = brain.getPath()
+        seen[path] = brain.Title
+        try:
+            obj = brain._unrestrictedGetObject()
+        except (KeyError, AttributeError):
+            obj = None
+        if obj is None:
+            ahead += 1
+        elif obj.Title() != brain.Title:
+            stale += 1
+    behind = len(set(objects) - set(seen)) if full else 0
+    return behind, ahead, stale
+
+
+def reader(db, seconds, seed):
+    from transaction.interfaces import TransientError
+
+    from plone.pgcatalog.testing.zopeapp import Request
+    rnd = random.Random(seed)
+    counts = {"transactions": 0, "answers": 0, "behind": 0, "ahead": 0,
+              "stale": 0,
+              "transactions_off": 0, "errors": 0, "conflicts": 0}
+    samples = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with Request(db, SITE, ADMIN) as r:
+                folder = r.site[FOLDER]
+                path = "/".join(folder.getPhysicalPath())
+                catalog = r.site.portal_catalog
+                off = False
+                for _ in range(2):
+                    index = rnd.randrange(len(QUERIES))
+                    query = QUERIES[index](path)
+                    brains = list(catalog.unrestrictedSearchResults(query))
+                    behind, ahead, stale = compare(
+                        folder, brains, full="b_size" not in query)
+                    counts["answers"] += 1
+                    counts["behind"] += behind
+                    counts["ahead"] += ahead
+                    counts["stale"] += stale
+                    if behind or ahead or stale:
+                        off = True
+                        if len(samples) < 5:
+                            samples.append({"query": index, "behind": behind,
+                                            "ahead": ahead, "stale": stale})
+                counts["transactions"] += 1
+                counts["transactions_off"] += off
+        except TransientError:
+            counts["conflicts"] += 1
+        except Exception as exc:  # noqa: B902 - counted
+            counts["errors"] += 1
+            if len(samples) < 10:
+                samples.append({"error": "%s: %s" % (type(exc).__name__,
+                                                     exc)})
+    counts["samples"] = samples
+    from plone.pgcatalog import cache
+    counts["cache"] = cache.stats()
+    return counts
+
+
+def child(args):
+    sys.path.insert(0, HERE)
+    os.environ["PGCATALOG_DSN"] = args.dsn
+    os.environ["PGCATALOG_CACHE"] = args.cache
+    workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
+    db = _open(args.dsn, workdir)
+    role = writer if args.role == "writer" else reader
+    result = role(db, args.seconds, args.seed)
+    result["role"] = args.role
+    db.close()
+    print(json.dumps(result))
+
+
+def parent(args):
+    sys.path.insert(0, HERE)
+    from plone.pgcatalog.testing import pgserver
+    dsn = pgserver.fresh_database("pgcatalog_probe")
+    os.environ["PGCATALOG_DSN"] = dsn
+    workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
+    # the site, in a process of its own (Zope starts once per process)
+    subprocess.run([sys.executable, __file__, "--setup", "--dsn", dsn,
+                    "--docs", str(args.docs)], check=True)
+    procs = []
+    for i in range(args.writers):
+        procs.append(_spawn(args, dsn, "writer", 100 + i))
+    for i in range(args.readers):
+        procs.append(_spawn(args, dsn, "reader", 200 + i))
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=args.seconds + 300)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if proc.returncode or not lines:
+            raise RuntimeError("a probe process failed:\n" + err[-3000:])
+        results.append(json.loads(lines[-1]))
+    total = {"writers": args.writers, "readers": args.readers,
+             "seconds": args.seconds, "cache": args.cache}
+    for key in ("commits", "retries", "failures"):
+        total[key] = sum(r.get(key, 0) for r in results
+                         if r["role"] == "writer")
+    for key in ("transactions", "answers", "behind", "ahead", "stale",
+                "transactions_off", "errors", "conflicts"):
+        total[key] = sum(r.get(key, 0) for r in results
+                         if r["role"] == "reader")
+    total["hits"] = sum(r["cache"]["hits"] for r in results
+                        if r["role"] == "reader" and r["cache"])
+    total["misses"] = sum(r["cache"]["misses"] for r in results
+                          if r["role"] == "reader" and r["cache"])
+    total["samples"] = [s for r in results if r["role"] == "reader"
+                        for s in r["samples"]][:10]
+    total["writer_errors"] = [e for r in results if r["role"] == "writer"
+                              for e in r["errors"]][:5]
+    from plone.pgcatalog import db as pgc_db
+    pgc_db.close_pools()
+    pgserver.drop_database(dsn)
+    print(json.dumps(total))
+    return total
+
+
+def _spawn(args, dsn, role, seed):
+    return subprocess.Popen(
+        [sys.executable, __file__, "--child", role, "--dsn", dsn,
+         "--seconds", str(args.seconds), "--seed", str(seed),
+         "--cache", args.cache], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=120)
+    p.add_argument("--writers", type=int, default=2)
+    p.add_argument("--readers", type=int, default=3)
+    p.add_argument("--docs", type=int, default=60)
+    p.add_argument("--cache", default="on")
+    p.add_argument("--dsn")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--child", dest="role")
+    p.add_argument("--setup", action="store_true")
+    args = p.parse_args(argv)
+    if args.setup:
+        sys.path.insert(0, HERE)
+        os.environ["PGCATALOG_DSN"] = args.dsn
+        setup(args.dsn, tempfile.mkdtemp(prefix="pgcatalog-probe-"),
+              args.docs)
+        return
+    if args.role:
+        child(args)
+        return
+    parent(args)
+
+
+if __name__ == "__main__":
+    main()

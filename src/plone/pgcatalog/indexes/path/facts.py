@@ -67,11 +67,15 @@ class CatalogFacts:
             ENTRIES, cid, integer(depth)))
 
     def all_depths(self, lo, hi):
-        """Every depth in ``lo..hi`` is held by some entry."""
+        """Every depth in ``lo..hi`` is held by some entry.  The series
+        stops one past the catalog's deepest entry (a depth below which
+        nothing ends is not held): a query's huge ``depth`` costs what the
+        catalog's depth does, not what the number says."""
         return self._fact(lambda cid: q(
-            "NOT EXISTS (SELECT 1 FROM generate_series({}, {}) AS s(v) "
-            "WHERE NOT EXISTS (SELECT 1 FROM {} d WHERE d.cid = {} "
-            "AND d.depth = s.v))", integer(lo), integer(hi), ENTRIES, cid))
+            "NOT EXISTS (SELECT 1 FROM generate_series({}, least({}, "
+            "coalesce({}, 0) + 1)) AS s(v) WHERE NOT EXISTS (SELECT 1 FROM "
+            "{} d WHERE d.cid = {} AND d.depth = s.v))", integer(lo),
+            integer(hi), _max_depth(cid), ENTRIES, cid))
 
     def catalog_depth(self):
         """ZCatalog's ``_depth`` (deepest level) as an SQL expression."""

@@ -6,7 +6,11 @@ always true or never true disappears), so these helpers keep
 :data:`~plone.pgcatalog.fragment.FALSE` as the constants they are and
 compare them by identity.
 
-Values are parameters.  Integers are cast (``$n::int``): depths and levels
+Values are parameters.  A query path may hold what PostgreSQL text cannot
+(NUL, lone surrogates: ``{"path": "/a/\x00"}``); no stored path does, so
+such a value is equal to none and its ranges are those of the nearest
+storable bounds (:func:`text_cmp`), as a component no entry has.  Integers
+are cast (``$n::int``): depths and levels
 are compared with the ``integer`` columns and used in array subscripts and
 ``generate_series``, and psycopg would otherwise send a small Python int
 as ``int2``.  Searches run as unnamed statements (never prepared), so
@@ -17,6 +21,8 @@ from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import and_
 from plone.pgcatalog.fragment import or_
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.common import needs_tag
+from plone.pgcatalog.indexes.common import text_bound
 
 
 #: the entry's path column
@@ -71,6 +77,30 @@ def _joined(comps):
     return "/" + "/".join(comps)
 
 
+def text_cmp(column, op, value):
+    """``column op value`` (``=``, ``<``, ``<=``, ``>=``, ``>``) where the
+    column never holds NUL nor lone surrogates and ``value`` may: equal to
+    none of them, compared by the nearest storable bound (a stored string
+    is never equal to such a value, so ``<`` is ``<=`` and ``>`` is
+    ``>=``)."""
+    if not needs_tag(value):
+        return q("{} %s {}" % op, column, value)
+    if op == "=":
+        return FALSE
+    found_op, bound = text_bound(value, ">=" if op in (">", ">=")
+                                 else "<=")
+    return q("{} %s {}" % found_op, column, bound)
+
+
+def text_in(column, values):
+    """``column = ANY(values)``, leaving out the values no stored string
+    can equal."""
+    values = [v for v in values if not needs_tag(v)]
+    if not values:
+        return FALSE
+    return q("{} = ANY({}::text[])", column, values)
+
+
 def in_tree(comps, ranged=False, column=PATH):
     """The entry is the object at ``comps`` or below it (the object and
     its descendants): ``path = X OR X/ <= path < X0`` (``'0'`` is the code
@@ -87,6 +117,8 @@ def in_tree(comps, ranged=False, column=PATH):
 
     ``column``: the path column (the hot row's copy, ``h.path``)."""
     x = _joined(comps)
+    if needs_tag(x):
+        return FALSE  # no stored path is at or below it
     if ranged:
         return q("({} >= {} AND {} < {} AND ({} = {} OR {} >= {}))",
                  column, x, column, x + "0", column, x, column, x + "/")
@@ -97,20 +129,26 @@ def in_tree(comps, ranged=False, column=PATH):
 def outside_tree(comps):
     """The entry is neither the object at ``comps`` nor below it."""
     x = _joined(comps)
-    return q("(e.path < {} OR (e.path > {} AND e.path < {}) OR "
-             "e.path >= {})", x, x, x + "/", x + "0")
+    return any_of([text_cmp(PATH, "<", x),
+                   all_of([text_cmp(PATH, ">", x),
+                           text_cmp(PATH, "<", x + "/")]),
+                   text_cmp(PATH, ">=", x + "0")])
 
 
 def contains_after_first(comps):
     """``comps`` follow each other somewhere after the entry's first
     component (a necessary condition for a match at a level >= 1)."""
-    return q("strpos(substr(e.path || '/', 2), {}) > 0",
-             _joined(comps) + "/")
+    x = _joined(comps) + "/"
+    if needs_tag(x):
+        return FALSE
+    return q("strpos(substr(e.path || '/', 2), {}) > 0", x)
 
 
 def slice_eq(level, comps, comps_sql=COMPS):
     """The components (``comps_sql``) at ``level ..`` equal ``comps``;
     ``level`` is an int or a Fragment (an SQL expression)."""
+    if any(needs_tag(c) for c in comps):
+        return FALSE
     if isinstance(level, int):
         lo, hi = integer(level + 1), integer(level + len(comps))
     else:

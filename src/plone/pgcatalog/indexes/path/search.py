@@ -10,6 +10,7 @@ from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import FALSE
 from plone.pgcatalog.fragment import TRUE
 from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.common import needs_tag
 from plone.pgcatalog.indexes.path.facts import CatalogFacts
 from plone.pgcatalog.indexes.path.predicates import COMPS
 from plone.pgcatalog.indexes.path.predicates import _joined
@@ -21,8 +22,11 @@ from plone.pgcatalog.indexes.path.predicates import depth_in
 from plone.pgcatalog.indexes.path.predicates import in_tree
 from plone.pgcatalog.indexes.path.predicates import integer
 from plone.pgcatalog.indexes.path.predicates import negation
+from plone.pgcatalog.indexes.path.predicates import PATH
 from plone.pgcatalog.indexes.path.predicates import outside_tree
 from plone.pgcatalog.indexes.path.predicates import slice_eq
+from plone.pgcatalog.indexes.path.predicates import text_cmp
+from plone.pgcatalog.indexes.path.predicates import text_in
 
 
 #: the entry's parent path, as its (cid, parent) B-tree computes it
@@ -204,6 +208,8 @@ class PathSearch:
         if self.outside is None or not self.alone:
             return True
         path = "/" + "/".join(comps)
+        if needs_tag(path):
+            return True  # nothing is at or below it
         found = self._outside.get(path)
         if found is None:
             found = self._outside[path] = bool(self.outside(path))
@@ -219,30 +225,23 @@ class PathSearch:
             if depth == 1 and not multi:
                 # siblings along the path: children of each ancestor
                 parents = ["/".join([""] + h) for h in heads]
-                if not parents:
-                    return FALSE
-                return q("{} = ANY({}::text[])", PARENT, parents)
+                return text_in(PARENT, parents)
             # breadcrumbs: the objects along the path; an object above
             # navtree_start depends on _depth >= navtree_start.
             sure = ["/" + "/".join(h) for h in heads
                     if self.ns < 1 or len(h) - 1 >= self.ns]
             unsure = ["/" + "/".join(h) for h in heads
                       if not (self.ns < 1 or len(h) - 1 >= self.ns)]
-            parts = []
-            if sure:
-                parts.append(q("e.path = ANY({}::text[])", sure))
-            if unsure:
-                parts.append(all_of([
-                    q("e.path = ANY({}::text[])", unsure), fact]))
-            return any_of(parts)
+            return any_of([text_in(PATH, sure),
+                           all_of([text_in(PATH, unsure), fact])])
         if not path.startswith("/"):
             path = "/" + path
         if depth == 0 and not multi:
-            return q("e.path = {}", path)
+            return text_cmp(PATH, "=", path)
         # _index_parents keys are normalised: "/" or "/a/b"
         if path != "/" + "/".join(comps):
             return FALSE
-        return q("{} = {}", PARENT, path if comps else "")
+        return text_cmp(PARENT, "=", path if comps else "")
 
     def search_any_level(self, path):
         """The levels 1.._depth of a negative-level search (level 0 is
@@ -296,8 +295,11 @@ class PathSearch:
             hi = q("({} + {} + {})", start, LEVEL, integer(depth))
             within = q("e.depth - 1 BETWEEN {} AND {}", lo, hi)
             if k:
-                gap = q("EXISTS (SELECT 1 FROM generate_series({}, {}) "
-                        "AS s(v) WHERE NOT {})", lo, hi,
+                # (past the catalog's depth every level is a gap: the
+                # series stops there, whatever the query's depth)
+                gap = q("EXISTS (SELECT 1 FROM generate_series({}, "
+                        "LEAST({}, {} + 1)) AS s(v) WHERE NOT {})", lo, hi,
+                        facts.catalog_depth(),
                         facts.catalog_has_depth(q("s.v + 1")))
                 parts.append(all_of([matches(k - 1), any_of([within, gap])]))
             else:

@@ -49,7 +49,10 @@ class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
         if not recurdef:
             dates = [pydt(date_attr)]
         else:
-            until = getattr(obj, self.getUntilField(), None)
+            # attr_until, not getUntilField(): that getter (which returns
+            # it) came with Products.DateRecurringIndex 4 (Plone 6.2); 3
+            # (Plone 6.1) has only the attribute.
+            until = getattr(obj, self.attr_until, None)
             if safe_callable(until):
                 until = until()
             dates = recurrence_sequence_ical(

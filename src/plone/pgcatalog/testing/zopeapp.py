@@ -82,8 +82,11 @@ def open_relstorage(dsn, cache_size, workdir, **settings):
     options = Options(**options)
     adapter = PostgreSQLAdapter(dsn=dsn, options=options)
     storage = RelStorage(adapter, options=options)
-    return ZODB.DB(storage, cache_size=cache_size, database_name="main",
-                   class_factory=ClassFactory)
+    db = ZODB.DB(storage, cache_size=cache_size, database_name="main")
+    # set after the fact, as Zope 5 does: ZODB.DB takes class_factory only
+    # from ZODB 6.3 on; Plone 6.1 (Zope 5.14) has ZODB 6.2
+    db.classFactory = ClassFactory
+    return db
 
 
 def _autoinclude_without(module_name):

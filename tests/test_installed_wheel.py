@@ -9,7 +9,8 @@ Nothing here imports the package from the checkout into the site's processes:
   else, the sdist the same sources, and a wheel built again from the sdist
   the same files as the first;
 * a fresh virtualenv (this interpreter) gets ``pip install -c
-  constraints-plone-6.2.txt Plone <wheel>``, the way a site is installed:
+  constraints-plone-<6.x>.txt Plone <wheel>`` (the Plone line this suite
+  runs on), the way a site is installed:
   there the package is imported from site-packages, every module imports
   (the test layers apart: they need the test extra), the distribution's
   metadata has pyproject.toml's version, every console script it declares
@@ -58,7 +59,18 @@ pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = ROOT / "src" / "plone" / "pgcatalog"
-CONSTRAINTS = ROOT / "constraints-plone-6.2.txt"
+
+def _constraints():
+    """The constraints file of the Plone this suite runs on (6.1 or 6.2):
+    the wheel is installed on the same Plone line."""
+    import importlib.metadata
+    version = importlib.metadata.version("Products.CMFPlone")
+    line = ".".join(version.split(".")[:2])
+    found = ROOT / ("constraints-plone-%s.txt" % line)
+    return found if found.exists() else ROOT / "constraints-plone-6.2.txt"
+
+
+CONSTRAINTS = _constraints()
 DIST_NAME = "pgcatalog-plone"
 SITE_ID = "Plone"
 ADMIN = "admin"

@@ -10,7 +10,11 @@ with the objects the same transaction can load:
 * ``ahead``: an entry whose object the transaction cannot load;
 * ``stale``: an entry whose title is not its object's;
 * ``errors``: an exception while searching or iterating the brains (a
-  retryable conflict, counted apart, is not one: the publisher retries it).
+  retryable conflict, counted apart, is not one: the publisher retries it);
+* ``stale_loads``: in a writer's process, a transaction begun after the
+  writer logged a commit of its own document, which uses the catalog and
+  then loads an older state of that document (RelStorage's load, the
+  catalog sharing its snapshot).
 
 Usage (prints one JSON line)::
 
@@ -61,7 +65,33 @@ def setup(dsn, workdir, docs):
     db.close()
 
 
+def loader(db, end, own, seed, counts):
+    """In a writer's process, beside it: each transaction, begun after the
+    writer logged a commit of its own document, uses the catalog and loads
+    that document, which must be at least as new as the logged commit."""
+    from transaction.interfaces import TransientError
+
+    from plone.pgcatalog.testing.zopeapp import Request
+    while time.monotonic() < end:
+        logged = own[0]
+        if logged is None:
+            time.sleep(0.01)
+            continue
+        try:
+            with Request(db, SITE, ADMIN) as r:
+                len(r.site.portal_catalog.unrestrictedSearchResults(
+                    portal_type="Document"))
+                title = r.site["own-%d" % seed].Title()
+                counts["loads"] += 1
+                if int(title.rsplit("-", 1)[1]) < logged:
+                    counts["stale_loads"] += 1
+        except TransientError:
+            pass
+
+
 def writer(db, seconds, seed):
+    import threading
+
     from transaction.interfaces import TransientError
 
     from plone.pgcatalog.testing.zopeapp import Request
@@ -70,10 +100,26 @@ def writer(db, seconds, seed):
     errors = []
     end = time.monotonic() + seconds
     n = 0
+    own = [None]
+    counts = {"loads": 0, "stale_loads": 0}
+    thread = threading.Thread(target=loader,
+                              args=(db, end, own, seed, counts))
+    thread.start()
     while time.monotonic() < end:
         n += 1
         op = rnd.random()
         try:
+            if n % 4 == 0:
+                # its own document, outside the probed folder
+                with Request(db, SITE, ADMIN, commit=True) as r:
+                    name = "own-%d" % seed
+                    if name not in r.site.objectIds():
+                        r.site.invokeFactory("Document", name)
+                    r.site[name].setTitle("own-%d" % n)
+                    r.site[name].reindexObject()
+                own[0] = n
+                done += 1
+                continue
             with Request(db, SITE, ADMIN, commit=True) as r:
                 folder = r.site[FOLDER]
                 ids = folder.objectIds()
@@ -98,8 +144,10 @@ def writer(db, seconds, seed):
             if len(errors) < 5:
                 import traceback
                 errors.append(traceback.format_exc()[-1500:])
+    thread.join()
     return {"commits": done, "retries": retries, "failures": failures,
-            "errors": errors}
+            "errors": errors, "loads": counts["loads"],
+            "stale_loads": counts["stale_loads"]}
 
 
 QUERIES = [
@@ -220,7 +268,7 @@ def parent(args):
         results.append(json.loads(lines[-1]))
     total = {"writers": args.writers, "readers": args.readers,
              "seconds": args.seconds, "cache": args.cache}
-    for key in ("commits", "retries", "failures"):
+    for key in ("commits", "retries", "failures", "loads", "stale_loads"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "writer")
     for key in ("transactions", "answers", "behind", "ahead", "stale",

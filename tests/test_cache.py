@@ -221,3 +221,98 @@ class TestPositionsAreLive(unittest.TestCase):
         self.portal.f.moveObjectsByDelta(["d0"], 5)
         transaction.commit()
         self.assertEqual(self.listing(), ["d2", "d1", "d0"])
+
+
+class TestFillsBesideOtherTransactions(unittest.TestCase):
+    """Only this catalog's writers keep the cache from filling: a
+    transaction prepared in another database, a long transaction of
+    another application, a prepared transaction of another catalog."""
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Document", "one", title="One")
+        processQueue()
+        transaction.commit()
+        result_cache.forget()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def test_fills_beside_foreign_transactions(self):
+        import psycopg
+        from plone.pgcatalog.testing import pgserver
+        dsn = os.environ["PGCATALOG_DSN"]
+        other = pgserver.fresh_database("pgcatalog_other")
+        held = []
+        try:
+            # a prepared transaction in another database
+            with psycopg.connect(other, autocommit=True) as conn:
+                conn.execute("CREATE TABLE t (x int)")
+                conn.execute("BEGIN")
+                conn.execute("INSERT INTO t VALUES (1)")
+                conn.execute("PREPARE TRANSACTION 'other-app-tx'")
+            held.append(("prepared", other))
+            # an open transaction with an id, here and there
+            for where in (dsn, other):
+                conn = psycopg.connect(where)
+                conn.execute("SELECT pg_current_xact_id()")
+                held.append(("open", conn))
+            # a prepared catalog transaction of another catalog
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("BEGIN")
+                conn.execute("INSERT INTO pgcatalog_lists (digest, value) "
+                             "VALUES ('fills-test', '[]')")
+                conn.execute(
+                    "PREPARE TRANSACTION 'pgcatalog:filltest:999999'")
+            held.append(("prepared-catalog", dsn))
+            cache = result_cache.get_cache()
+            before = cache.stats()
+            ids(self.catalog.unrestrictedSearchResults(
+                portal_type="Document"))
+            transaction.abort()
+            found, sent = statements(self.catalog, lambda: ids(
+                self.catalog.unrestrictedSearchResults(
+                    portal_type="Document")))
+            transaction.abort()
+            self.assertEqual((found, sent), (["one"], []))
+            self.assertEqual(cache.stats()["hits"], before["hits"] + 1)
+        finally:
+            for kind, what in held:
+                if kind == "open":
+                    what.close()
+                elif kind == "prepared":
+                    with psycopg.connect(what, autocommit=True) as conn:
+                        conn.execute("ROLLBACK PREPARED 'other-app-tx'")
+                else:
+                    with psycopg.connect(what, autocommit=True) as conn:
+                        conn.execute("ROLLBACK PREPARED "
+                                     "'pgcatalog:filltest:999999'")
+            pgserver.drop_database(other)
+
+    def test_no_fill_while_this_catalogs_writer_is_prepared(self):
+        import psycopg
+        dsn = os.environ["PGCATALOG_DSN"]
+        cid = self.catalog._pgc_cid()
+        transaction.abort()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO pgcatalog_lists (digest, value) VALUES "
+                         "('fills-test-2', '[]')")
+            conn.execute("PREPARE TRANSACTION 'pgcatalog:ourtest:%d'" % cid)
+        try:
+            cache = result_cache.get_cache()
+            before = cache.stats()
+            for _ in range(2):
+                ids(self.catalog.unrestrictedSearchResults(
+                    portal_type="Document"))
+                transaction.abort()
+            self.assertEqual(cache.stats()["hits"], before["hits"])
+            self.assertEqual(cache.stats()["unfilled"],
+                             before["unfilled"] + 2)
+        finally:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("ROLLBACK PREPARED 'pgcatalog:ourtest:%d'"
+                             % cid)

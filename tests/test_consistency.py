@@ -26,8 +26,9 @@ def test_answers_agree_with_objects(cache):
     result = json.loads(lines[-1])
     assert result["commits"] > 20, result
     assert result["transactions"] > 50, result
+    assert result["loads"] > 20, result
     for key in ("behind", "ahead", "stale", "transactions_off", "errors",
-                "failures"):
+                "failures", "stale_loads"):
         assert result[key] == 0, (key, result)
     if cache == "on":
         assert result["hits"] > 0, result

@@ -634,3 +634,62 @@ class TestOnlineRebuild(OnlineCase):
         brain = self.catalog(Subject="renamed")[0]
         self.assertNotEqual(brain.Subject, ("renamed",))
         self.assertIsNone(build.drop(grace=0))
+
+
+class TestStartBesideAWritingSite(OnlineCase):
+    """An editor commits every few milliseconds while a rebuild starts:
+    the start (a commit of the tool that registers the build catalog's hot
+    keys) must not fail on the change counters the editor bumps, and is
+    retried when it conflicts; the build then ends equal to the objects."""
+
+    def test_rebuild_starts_and_ends_beside_an_editor(self):
+        zodb = self.layer["zodbDB"]
+        stop = threading.Event()
+        commits, errors = [], []
+
+        def edit():
+            conn = zodb.open()
+            try:
+                n = 0
+                while not stop.is_set():
+                    n += 1
+                    transaction.begin()
+                    try:
+                        portal = open_site(conn)
+                        doc = portal.f0["d%d" % (n % (self.docs // 3))]
+                        doc.setTitle("Edited %d" % n)
+                        doc.reindexObject()
+                        transaction.commit()
+                        commits.append(n)
+                    except ConflictError:
+                        transaction.abort()
+                    except Exception as exc:  # noqa: B902 - reported
+                        transaction.abort()
+                        errors.append(exc)
+                    time.sleep(0.01)
+            finally:
+                transaction.abort()
+                setSite(None)
+                setRequest(None)
+                conn.close()
+
+        thread = threading.Thread(target=edit)
+        thread.start()
+        try:
+            while len(commits) < 3:
+                time.sleep(0.01)
+            build = OnlineRebuild(self.catalog, batch_size=5, grace=0)
+            for _ in range(3):
+                before = len(commits)
+                build.start("rebuild")
+                self.assertGreater(len(commits), before - 1)
+                self.assertTrue(build.run())
+        finally:
+            stop.set()
+            thread.join()
+        self.assertEqual(errors, [])
+        self.assertGreater(len(commits), 10)
+        transaction.begin()
+        setSite(self.portal)
+        self.assertEqual(sorted(rows(self.catalog._pgc_key)),
+                         sorted(self.fresh_rows()))

@@ -211,6 +211,106 @@ class TestSession(unittest.TestCase):
                 "SELECT count(*) FROM pg_prepared_xacts").fetchone()[0], 0)
         self.assertEqual(ids(self.catalog(id="twophase")), ["twophase"])
 
+    def test_a_lost_prepare_acknowledgement_is_rolled_back(self):
+        """The connection dies as the server prepares: the commit fails,
+        and the abort rolls back what the server prepared (on a fresh
+        connection): nothing is left holding the entry's locks, the
+        catalog keeps no change its objects do not have."""
+        dsn = config.get_dsn()
+        if not db.two_phase(dsn):
+            self.skipTest("the server has no prepared transactions")
+        self.portal.invokeFactory("Document", "ack", title="Before")
+        transaction.commit()
+        self.portal.ack.setTitle("Lost ack")
+        self.portal.ack.reindexObject()
+        self.catalog(id="ack")  # the writes are in PostgreSQL
+        session = self.session()
+        conn = session.conn
+        real = conn.execute
+
+        def execute(query, *args, **kw):
+            text = query if isinstance(query, str) else \
+                query.as_string(conn)
+            cursor = real(query, *args, **kw)
+            if text.startswith("PREPARE TRANSACTION"):
+                conn.close()  # the acknowledgement never arrives
+                raise psycopg.OperationalError(
+                    "server closed the connection unexpectedly")
+            return cursor
+
+        conn.execute = execute
+        with self.assertRaises(DatabaseUnavailable):
+            transaction.commit()
+        transaction.abort()
+        with psycopg.connect(dsn, autocommit=True) as check:
+            self.assertEqual(check.execute(
+                "SELECT gid FROM pg_prepared_xacts").fetchall(), [])
+        self.assertEqual([b.Title for b in self.catalog(id="ack")],
+                         ["Before"])
+        # and the entry takes writes again at once
+        self.portal.ack.setTitle("After")
+        self.portal.ack.reindexObject()
+        transaction.commit()
+        self.assertEqual([b.Title for b in self.catalog(id="ack")],
+                         ["After"])
+
+    def test_an_ended_storage_snapshot_is_retried(self):
+        """The snapshot to import belongs to a transaction that ended (a
+        server restart ends the storage's): a retryable error, not a
+        statement error, and the next transaction works."""
+        dsn = config.get_dsn()
+        with psycopg.connect(dsn) as exporter:
+            exporter.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            snapshot = exporter.execute(
+                "SELECT pg_export_snapshot()").fetchone()[0]
+        session = self.session()
+        self.assertFalse(session.begun)
+        session.snapshot_id = snapshot
+        with self.assertRaises(DatabaseUnavailable):
+            len(self.catalog(portal_type="Document"))
+        transaction.abort()
+        self.assertEqual(len(self.catalog(portal_type="Folder")), 0)
+
+    def test_in_doubt_transactions_follow_the_storage(self):
+        """A prepared catalog transaction naming its storage's PostgreSQL
+        transaction is committed when that committed, rolled back when it
+        aborted, left while it is in progress."""
+        dsn = config.get_dsn()
+        if not db.two_phase(dsn):
+            self.skipTest("the server has no prepared transactions")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            with conn.transaction():
+                committed = conn.execute(
+                    "SELECT pg_current_xact_id()::text").fetchone()[0]
+            conn.execute("BEGIN")
+            aborted = conn.execute(
+                "SELECT pg_current_xact_id()::text").fetchone()[0]
+            conn.execute("ROLLBACK")
+            running = psycopg.connect(dsn)
+            in_progress = running.execute(
+                "SELECT pg_current_xact_id()::text").fetchone()[0]
+            gids = {}
+            for name, storage in (("c", committed), ("a", aborted),
+                                  ("r", in_progress)):
+                gids[name] = "pgcatalog:doubt%s:1:%s" % (name, storage)
+                conn.execute("BEGIN")
+                conn.execute("INSERT INTO pgcatalog_lists (digest, value) "
+                             "VALUES (%s, '[]')", ("doubt-" + name,))
+                conn.execute("PREPARE TRANSACTION '%s'" % gids[name])
+            try:
+                done = dict(db.resolve_in_doubt(dsn, older_than=0))
+                self.assertEqual(done.get(gids["c"]), "COMMIT PREPARED")
+                self.assertEqual(done.get(gids["a"]), "ROLLBACK PREPARED")
+                self.assertNotIn(gids["r"], done)
+                self.assertEqual(sorted(r[0] for r in conn.execute(
+                    "SELECT digest FROM pgcatalog_lists WHERE digest LIKE "
+                    "'doubt-%'").fetchall()), ["doubt-c"])
+            finally:
+                running.close()
+                conn.execute("ROLLBACK PREPARED '%s'" % gids["r"])
+                conn.execute("DELETE FROM pgcatalog_lists WHERE digest "
+                             "LIKE 'doubt-%'")
+
     def test_lock_waits_are_short(self):
         self.portal.invokeFactory("Document", "locked", title="Locked")
         transaction.commit()

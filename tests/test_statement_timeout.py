@@ -179,3 +179,101 @@ class TestStatementTimeout(unittest.TestCase):
             self.assertNotIsInstance(raised.exception,
                                      CatalogStatementTimeout)
             self.assertEqual(self.documents(), ["t0", "t1", "t2"])
+
+
+class TestCancelStorm(unittest.TestCase):
+    """Statements cancelled at any moment (a statement timeout of 1 ms, an
+    administrator's ``pg_cancel_backend`` every few milliseconds) while a
+    request searches, iterates, reads metadata and writes: every failure is
+    a CatalogStatementError, and once the storm is over the same
+    transaction answers and commits (nothing left aborted: no
+    ``InFailedSqlTransaction``)."""
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        for n in range(30):
+            self.portal.invokeFactory("Document", "s%d" % n,
+                                      title="Storm %d" % n,
+                                      subject=("a", "b%d" % (n % 3)))
+        processQueue()
+        transaction.commit()
+
+    def tearDown(self):
+        transaction.abort()
+
+    def work(self, n):
+        """One of the things a request does with the catalog."""
+        search = self.catalog.unrestrictedSearchResults
+        kind = n % 7
+        if kind == 0:
+            return [b.getPath() for b in search(portal_type="Document")]
+        if kind == 1:
+            return [b.Title for b in search(Subject="a", sort_on="id")[:5]]
+        if kind == 2:
+            return len(search(SearchableText="storm"))
+        if kind == 3:
+            return self.catalog.uniqueValuesFor("Subject")
+        if kind == 4:
+            doc = self.portal["s%d" % (n % 30)]
+            doc.setTitle("Storm %d again" % n)
+            doc.reindexObject()
+            return len(search(id=doc.getId()))
+        if kind == 5:
+            transaction.savepoint()
+            return [b.getId for b in search(path="/plone", sort_on="id",
+                                            b_size=3)]
+        return self.catalog.getrid("/plone/s1")
+
+    def storm(self, stop, session):
+        def cancel():
+            while not stop.is_set():
+                conn = session.conn
+                pid = conn.info.backend_pid if conn is not None else None
+                if pid:
+                    with db.get_pool().connection() as admin:
+                        admin.execute("SELECT pg_cancel_backend(%s)", [pid])
+                time.sleep(0.002)
+        return threading.Thread(target=cancel)
+
+    def survives(self, session):
+        failures = 0
+        for n in range(200):
+            try:
+                self.work(n)
+            except CatalogStatementError:
+                failures += 1
+        return failures
+
+    def check_after(self):
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            portal_type="Document")), 30)
+        try:
+            transaction.commit()
+        except CatalogStatementError:
+            # a write refused in the storm fails the commit, cleanly
+            transaction.abort()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            portal_type="Document")), 30)
+
+    def test_timeouts_everywhere(self):
+        session = self.catalog._pgc_store().session
+        session.timeout_ms = 1
+        self.survives(session)
+        session.timeout_ms = 0
+        self.check_after()
+
+    def test_cancels_from_outside(self):
+        session = self.catalog._pgc_store().session
+        len(self.catalog.unrestrictedSearchResults(portal_type="Document"))
+        stop = threading.Event()
+        thread = self.storm(stop, session)
+        thread.start()
+        try:
+            self.survives(session)
+        finally:
+            stop.set()
+            thread.join()
+        self.check_after()

@@ -418,39 +418,64 @@ def storage_snapshot(dsn, jar):
     key = (dsn, getattr(getattr(adapter, "connmanager", None), "_dsn", None))
     if _colocated.get(key) is False:
         return None
+    if not _in_transaction(load):
+        # RelStorage has no snapshot open (between its transactions, or
+        # restarting): exporting would begin a transaction on its
+        # connection behind its back, which its later loads would read in;
+        # the catalog takes a snapshot of its own (checked, consistency.py)
+        return None
     try:
         cursor = load.cursor
+        if key not in _colocated:
+            cursor.execute(_IDENTITY)
+            theirs = tuple(cursor.fetchone())
+            with get_pool(dsn).connection() as conn:
+                ours = tuple(conn.execute(_IDENTITY).fetchone())
+            _colocated[key] = theirs == ours
+            if _colocated[key]:
+                logger.info("catalog and RelStorage share a database: "
+                            "catalog reads use each ZODB transaction's own "
+                            "snapshot")
+            else:
+                logger.warning(
+                    "the catalog is not in RelStorage's database: a catalog "
+                    "snapshot is taken at the first catalog statement of a "
+                    "transaction, after the ZODB's (see "
+                    "docs/transactions.md)")
+                return None
         cursor.execute("SELECT pg_export_snapshot()")
-        snapshot = cursor.fetchone()[0]
+        return cursor.fetchone()[0]
     except Exception:  # noqa: B902 - another driver, a closed connection
         logger.warning("could not export RelStorage's snapshot",
                        exc_info=True)
         return None
-    if key not in _colocated:
-        _colocated[key] = _can_import(dsn, snapshot)
-        if _colocated[key]:
-            logger.info("catalog and RelStorage share a database: catalog "
-                        "reads use each ZODB transaction's own snapshot")
-        else:
-            logger.warning(
-                "the catalog is not in RelStorage's database: a catalog "
-                "snapshot is taken at the first catalog statement of a "
-                "transaction, a few ms after the ZODB's (see "
-                "docs/transactions.md)")
-    return snapshot if _colocated[key] else None
 
 
-def _can_import(dsn, snapshot):
-    with get_pool(dsn).connection() as conn:
-        try:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE "
-                             "READ")
-                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
-                    sql.Literal(snapshot)))
-            return True
-        except psycopg.Error:
-            return False
+#: which server and database a connection reaches (the server's start
+#: time, the database's oid and name): the catalog shares RelStorage's
+#: database when both connections say the same
+_IDENTITY = ("SELECT pg_postmaster_start_time()::text, d.oid::bigint, "
+             "d.datname FROM pg_database d WHERE d.datname = "
+             "current_database()")
+
+
+def _in_transaction(load):
+    """RelStorage's load connection is in a transaction it began (its
+    driver says so): the only state in which its snapshot is exported."""
+    if not getattr(load, "active", False):
+        return False
+    status = getattr(getattr(load, "connection", None),
+                     "get_transaction_status", None)
+    if status is None:  # a driver that cannot tell
+        return False
+    try:
+        return status() == _INTRANS
+    except Exception:  # noqa: B902 - a closed connection
+        return False
+
+
+#: psycopg2's TRANSACTION_STATUS_INTRANS (idle in a transaction)
+_INTRANS = 2
 
 
 # -- commits ------------------------------------------------------------------

@@ -30,6 +30,7 @@ batch is committed and the ZODB connection's cache minimized, and the walk
 """
 import itertools
 import logging
+import random
 import time
 import uuid
 
@@ -56,6 +57,10 @@ from plone.pgcatalog.writer import DELETE
 logger = logging.getLogger("plone.pgcatalog")
 
 DEFAULT_BATCH = 500
+#: a start that conflicts is tried this many times in all, the pause
+#: (seconds, randomized) doubling each time
+START_ATTEMPTS = 8
+START_PAUSE = 0.05
 #: attempts of one batch that conflicts with concurrent writers
 RETRIES = 8
 #: seconds between the switch and dropping the old catalog's rows
@@ -98,13 +103,28 @@ class OnlineRebuild:
     # -- start ---------------------------------------------------------------
     def start(self, mode="rebuild", indexes=()):
         """Register a build (committed): ``rebuild`` / ``refresh`` into a
-        new key, ``reindex`` of ``indexes`` in place."""
-        transaction.begin()
-        try:
-            return self._start(mode, indexes)
-        except BuildError:
-            transaction.abort()
-            raise
+        new key, ``reindex`` of ``indexes`` in place.  A start that
+        conflicts with a concurrent commit (an editor's) is tried again, as
+        batches are: :data:`START_ATTEMPTS` times, waiting a little longer
+        each time."""
+        # a new build walks from the start (this object may have run one)
+        self._units = self._units_at = self._checked = None
+        pause = START_PAUSE
+        for attempt in range(START_ATTEMPTS):
+            transaction.begin()
+            try:
+                return self._start(mode, indexes)
+            except BuildError:
+                transaction.abort()
+                raise
+            except (ConflictError, TransientError):
+                transaction.abort()
+                if attempt == START_ATTEMPTS - 1:
+                    raise
+                logger.info("%s: the start conflicted with a concurrent "
+                            "commit; again in %.2f s", self.ident, pause)
+                time.sleep(pause * (1 + random.random()))
+                pause *= 2
 
     def _start(self, mode, indexes):
         tool = self.tool

@@ -95,6 +95,13 @@ def _timeout_sql(ms):
     return q("SET LOCAL statement_timeout = {}", literal(int(ms))).ddl
 
 
+def _snapshot_gone(exc):
+    """``exc`` says the snapshot to import does not exist (any more)."""
+    return isinstance(exc, (psycopg.errors.InvalidParameterValue,
+                            psycopg.errors.UndefinedObject)) and \
+        "snapshot" in (exc.diag.message_primary or "")
+
+
 #: cid -> when the catalog's lag behind its objects was last logged
 _lag_logged = {}
 #: prepared catalog transactions a reader waited for in vain
@@ -179,6 +186,9 @@ class CatalogSession:
         #: cids whose hot keys this transaction registered or unregistered
         #: (hot.py; the tool makes it conflict with concurrent writers)
         self.hot_changed = set()
+        #: cids of the catalogs this transaction created (nobody else can
+        #: write them before it commits)
+        self.created_cids = set()
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
@@ -210,6 +220,15 @@ class CatalogSession:
         self.site_settings = site
         self.timeout_ms = config.get_statement_timeout_ms(site)
         self.slow_ms = config.get_slow_query_ms(site)
+
+    def created_catalog(self, cid):
+        """Catalog ``cid``'s row was made in this transaction."""
+        self.created_cids.add(cid)
+
+    def hot_changed_shared(self):
+        """The catalogs whose hot keys this transaction changed and that
+        other transactions may write meanwhile (not those it created)."""
+        return self.hot_changed - self.created_cids
 
     def on_commit(self, callback):
         """Call ``callback()`` once this transaction committed."""
@@ -380,6 +399,15 @@ class CatalogSession:
                     self._drop_connection()
                     db.check_pool(self.dsn)
                     continue
+                if fresh and self.snapshot_id and _snapshot_gone(exc):
+                    # the storage's transaction that exported the snapshot
+                    # is gone (a server restart ended it): this ZODB
+                    # transaction's objects cannot be matched any more
+                    self._contain(conn, exc, False)
+                    raise DatabaseUnavailable(
+                        "the storage's snapshot ended before the catalog "
+                        "could read in it (PostgreSQL restarted?); the "
+                        "request is retried") from None
                 failed(conn, exc, fresh)
                 raise  # pragma: no cover - failed() raises
             if fresh and self._facts_cursor is not None:
@@ -457,10 +485,13 @@ class CatalogSession:
             return False
         deadline = time.monotonic() + consistency.WAIT
         fragment = consistency.still_prepared_sql(xids)
-        while time.monotonic() < deadline:
-            if not db.run(self.conn, fragment).fetchone()[0]:
-                return True
-            time.sleep(consistency.POLL)
+        # on a connection of its own: a failure here (a cancel, a timeout)
+        # must not end this session's transaction
+        with db.get_pool(self.dsn).connection() as conn:
+            while time.monotonic() < deadline:
+                if not db.run(conn, fragment).fetchone()[0]:
+                    return True
+                time.sleep(consistency.POLL)
         _stuck.update(xids)
         logger.warning("prepared catalog transactions %s still unfinished "
                        "after %.1f s: their process may have died (they are "
@@ -846,6 +877,7 @@ class CatalogSession:
             self.count_hooks.clear()
             self.generation_counted.clear()
             self.hot_changed.clear()
+            self.created_cids.clear()
             self.drops = {}
             self.commit_hooks = []
             self.begun = False

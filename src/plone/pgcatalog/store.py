@@ -210,6 +210,7 @@ class CatalogStore:
         cid = self.session.execute_write(None, q(
             "INSERT INTO {} (key) VALUES ({}) RETURNING cid",
             ident(schema.CATALOGS), self.key)).fetchone()[0]
+        self.session.created_catalog(cid)
         self.session.on_commit(lambda: _cids.__setitem__(key, cid))
         return cid
 

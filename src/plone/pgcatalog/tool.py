@@ -170,10 +170,12 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
     def _pgc_hot_guard(self):
         """After index definitions were written (ddl.py): have the writes
         counted, and when this transaction registered or unregistered hot
-        keys (hot.py), bump the change counters' ``hot_epoch``, so
-        that it and any concurrent catalog writer do not both commit
-        (ChangeCounters._p_resolveConflict; a new counters object changes
-        the tool, which writers read as current)."""
+        keys (hot.py) of a catalog others may write meanwhile, bump the
+        change counters' ``hot_epoch``, so that it and any concurrent
+        catalog writer do not both commit (ChangeCounters._p_resolveConflict;
+        a new counters object changes the tool, which writers read as
+        current).  A catalog this transaction created (an online build's)
+        needs none: nobody writes it before this commit."""
         session = self._pgc_session()
         store = self._pgc_store()
         if store.cid in session.dirty:
@@ -181,7 +183,8 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
             # hot.py): counted before the commit like any catalog write,
             # or the generation would lag the change stamp (cache.py)
             store._writing()
-        if not session.hot_changed:
+        if not session.hot_changed_shared():
+            session.hot_changed.clear()
             return
         base = aq_base(self)
         counters = getattr(base, "_pgc_changes", None)

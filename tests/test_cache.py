@@ -305,13 +305,25 @@ class TestFillsBesideOtherTransactions(unittest.TestCase):
         try:
             cache = result_cache.get_cache()
             before = cache.stats()
-            for _ in range(2):
-                ids(self.catalog.unrestrictedSearchResults(
-                    portal_type="Document"))
-                transaction.abort()
-            self.assertEqual(cache.stats()["hits"], before["hits"])
-            self.assertEqual(cache.stats()["unfilled"],
-                             before["unfilled"] + 2)
+            with mock.patch.object(result_cache, "SAY_AFTER", 1), \
+                    mock.patch.object(result_cache, "SAY_EVERY", 0.0), \
+                    self.assertLogs("plone.pgcatalog", "WARNING") as logs:
+                for _ in range(2):
+                    ids(self.catalog.unrestrictedSearchResults(
+                        portal_type="Document"))
+                    transaction.abort()
+            after = cache.stats()
+            self.assertEqual(after["hits"], before["hits"])
+            self.assertEqual(after["unfilled"], before["unfilled"] + 2)
+            # it says why: in the log and on the status page
+            self.assertEqual(after["unfilled_writer"],
+                             before["unfilled_writer"] + 2)
+            self.assertIn("the result cache filled nothing",
+                          "\n".join(logs.output))
+            self.assertIn("writer 2", "\n".join(logs.output))
+            page = self.catalog.manage_catalogStatus()
+            self.assertIn("while a writer of the catalog was committing",
+                          page)
         finally:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("ROLLBACK PREPARED 'pgcatalog:ourtest:%d'"

@@ -46,7 +46,9 @@ Bounded (``cache-mb``, 64 MB by default) with LRU eviction; ``stats()`` for
 code and the ZMI status page; ``cache off`` / ``PGCATALOG_CACHE=off`` turns
 it off.
 """
+import logging
 import threading
+import time
 from collections import OrderedDict
 
 from Acquisition import aq_base
@@ -54,6 +56,22 @@ from DateTime import DateTime
 
 from plone.pgcatalog import config
 from plone.pgcatalog.changes import read_names
+
+
+logger = logging.getLogger("plone.pgcatalog")
+
+#: the log says a cache fills nothing once this many answers were refused
+#: since the last fill ...
+SAY_AFTER = 20
+#: ... and that many seconds went by (and not more often)
+SAY_EVERY = 60.0
+#: what the reasons mean, for the log
+REASONS = (
+    "count: the snapshot held another number of the catalog's commits "
+    "than the ZODB's (a commit finishing; for good: a catalog commit whose "
+    "ZODB part failed, see docs/cache.md); writer: a writer of this catalog "
+    "was committing as the snapshot began (a prepared transaction left "
+    "behind shows in pg_prepared_xacts).")
 
 
 class Unkeyable(Exception):
@@ -138,6 +156,14 @@ class ResultCache:
         self.bytes = 0
         self.hits = self.misses = self.evictions = 0
         self.bypasses = self.unfilled = 0
+        #: answers not filled, by reason (consistency.refusal)
+        self.refusals = {}
+        #: when an answer was last filled (time.time()), and when the
+        #: cache last said it could not fill
+        self.last_fill = None
+        self._last_said = 0.0
+        self._since_fill = 0
+        self._started = time.time()
         self.lock = threading.Lock()
 
     def get(self, key):
@@ -150,11 +176,36 @@ class ResultCache:
             self.hits += 1
             return answer
 
+    def refused(self, reason):
+        """An answer read from PostgreSQL was not filled (``reason``:
+        consistency.COUNT or consistency.WRITER).  When nothing was filled
+        for a while although answers were refused, say so in the log (once
+        every :data:`SAY_EVERY` seconds): a cache that cannot fill costs
+        every search a statement."""
+        now = time.time()
+        with self.lock:
+            self.unfilled += 1
+            self.refusals[reason] = self.refusals.get(reason, 0) + 1
+            self._since_fill += 1
+            quiet = now - (self.last_fill or self._started)
+            if self._since_fill < SAY_AFTER or quiet < SAY_EVERY or \
+                    now - self._last_said < SAY_EVERY:
+                return
+            self._last_said = now
+            since, refusals = self._since_fill, dict(self.refusals)
+        logger.warning(
+            "the result cache filled nothing for %d s: %d answers refused "
+            "since (by reason, this process: %s).  %s", quiet, since,
+            ", ".join("%s %d" % item for item in sorted(refusals.items())),
+            REASONS)
+
     def put(self, key, answer):
         size = answer.size()
         if size > self.max_bytes:
             return
         with self.lock:
+            self.last_fill = time.time()
+            self._since_fill = 0
             if key in self.entries:
                 return
             answer.cache = self
@@ -191,7 +242,12 @@ class ResultCache:
             return {"entries": len(self.entries), "bytes": self.bytes,
                     "max_bytes": self.max_bytes, "hits": self.hits,
                     "misses": self.misses, "evictions": self.evictions,
-                    "bypasses": self.bypasses, "unfilled": self.unfilled}
+                    "bypasses": self.bypasses, "unfilled": self.unfilled,
+                    "unfilled_count": self.refusals.get("count", 0),
+                    "unfilled_writer": self.refusals.get("writer", 0),
+                    "last_fill": None if self.last_fill is None else
+                    time.strftime("%Y-%m-%d %H:%M:%S",
+                                  time.localtime(self.last_fill))}
 
 
 _cache = []

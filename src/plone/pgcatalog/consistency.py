@@ -143,6 +143,25 @@ class Facts:
         self.moved = bool(moved)
 
 
+#: why an answer was not filled into the result cache
+COUNT = "count"
+WRITER = "writer"
+
+
+def refusal(facts, generation, shared):
+    """Why a snapshot with ``facts`` may not fill the result cache for ZODB
+    generation ``generation`` (None: it may, :func:`complete`):
+    :data:`COUNT` (it holds another number of commits than the objects':
+    one was finishing, or the two counts drifted apart, docs/cache.md) or
+    :data:`WRITER` (a snapshot of its own while a writer of this catalog
+    was committing)."""
+    if facts is None or generation is None or facts.stamp != generation:
+        return COUNT
+    if not shared and (facts.prepared or facts.moved):
+        return WRITER
+    return None
+
+
 def complete(facts, generation, shared):
     """Whether a snapshot with ``facts`` holds exactly the catalog writes
     that ZODB generation ``generation`` counts.
@@ -156,6 +175,4 @@ def complete(facts, generation, shared):
     generation and missing here while another, not counted, is visible),
     nor any transaction finished between the snapshot and the facts (it
     may have been one)."""
-    if facts is None or generation is None or facts.stamp != generation:
-        return False
-    return shared or not (facts.prepared or facts.moved)
+    return refusal(facts, generation, shared) is None

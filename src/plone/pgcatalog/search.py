@@ -46,11 +46,12 @@ def search(tool, store, query):
         store.expect_fill()
     answer = answer_of(tool, store, query, window)
     if key is not None:
-        if store.snapshot_complete(store.cache_generation):
+        refusal = store.fill_refusal(store.cache_generation)
+        if refusal is None:
             answer.tag_meta(store.counters.seq)
             cache.put(key, answer)
         else:
-            cache.unfilled += 1
+            cache.refused(refusal)
     return results_for(tool, answer)
 
 

@@ -142,13 +142,18 @@ class CatalogStore:
         (consistency.complete; see cache.py).  Its facts come with the
         transaction's first statement (the session watches the catalog),
         else with a statement of their own, once."""
+        return self.fill_refusal(generation) is None
+
+    def fill_refusal(self, generation):
+        """Why this transaction's snapshot may not fill the result cache
+        (consistency.refusal), or None."""
         cid = self.cid
         facts = self.session.facts.get(cid)
         if facts is None:
             self._snapshot_facts(self.execute(
                 consistency.facts_sql([cid])).fetchall())
             facts = self.session.facts.get(cid)
-        return consistency.complete(facts, generation, self.session.shared)
+        return consistency.refusal(facts, generation, self.session.shared)
 
     def expect_fill(self):
         """Send the facts :meth:`snapshot_complete` needs with the

@@ -11,6 +11,8 @@ with the objects the same transaction can load:
 * ``stale``: an entry whose title is not its object's;
 * ``errors``: an exception while searching or iterating the brains (a
   retryable conflict, counted apart, is not one: the publisher retries it);
+* ``diverged``: after the run, documents whose entry is missing or holds
+  another title than the document (a lost catalog write);
 * ``stale_loads``: in a writer's process, a transaction begun after the
   writer logged a commit of its own document, which uses the catalog and
   then loads an older state of that document (RelStorage's load, the
@@ -191,7 +193,7 @@ def reader(db, seconds, seed):
     from plone.pgcatalog.testing.zopeapp import Request
     rnd = random.Random(seed)
     counts = {"transactions": 0, "answers": 0, "behind": 0, "ahead": 0,
-              "stale": 0,
+              "stale": 0, "old_objects": 0,
               "transactions_off": 0, "errors": 0, "conflicts": 0}
     samples = []
     end = time.monotonic() + seconds
@@ -215,10 +217,35 @@ def reader(db, seconds, seed):
                     if behind or ahead or stale:
                         off = True
                         if len(samples) < 5:
-                            samples.append({"query": index, "behind": behind,
-                                            "ahead": ahead, "stale": stale})
+                            session = catalog._pgc_store().session
+                            cid = catalog._pgc_store().cid
+                            facts = session.facts.get(cid)
+                            samples.append({
+                                "query": index, "behind": behind,
+                                "ahead": ahead, "stale": stale,
+                                "shared": session.shared,
+                                "watched": session.watched.get(cid),
+                                "stamp": facts and facts.stamp,
+                                "missing": sorted(
+                                    "/".join(o.getPhysicalPath())
+                                    for o in folder.objectValues()
+                                    if "/".join(o.getPhysicalPath())
+                                    not in {b.getPath() for b in brains})
+                                [:3]})
                 counts["transactions"] += 1
                 counts["transactions_off"] += off
+                # the objects as RelStorage stored them in this snapshot
+                # (the catalog's, which is RelStorage's when shared): a
+                # loaded state older than that is RelStorage's own lag
+                session = catalog._pgc_store().session
+                if session.shared:
+                    from ZODB.utils import u64
+                    oid = u64(folder._p_oid)
+                    row = session.execute(
+                        "SELECT tid FROM object_state WHERE zoid = %s",
+                        (oid,)).fetchone()
+                    if row and row[0] != u64(folder._p_serial):
+                        counts["old_objects"] += 1
         except TransientError:
             counts["conflicts"] += 1
         except Exception as exc:  # noqa: B902 - counted
@@ -232,14 +259,35 @@ def reader(db, seconds, seed):
     return counts
 
 
+def final_check(db):
+    """After the run, in a new transaction: the catalog holds exactly the
+    folder's documents with their titles (nothing lost)."""
+    from plone.pgcatalog.testing.zopeapp import Request
+    with Request(db, SITE, ADMIN) as r:
+        folder = r.site[FOLDER]
+        objects = {"/".join(o.getPhysicalPath()): o.Title()
+                   for o in folder.objectValues()
+                   if getattr(o, "portal_type", None) == "Document"}
+        entries = {b.getPath(): b.Title
+                   for b in r.site.portal_catalog.unrestrictedSearchResults(
+                       portal_type="Document",
+                       path="/".join(folder.getPhysicalPath()))}
+        differ = sorted(set(objects.items()) ^ set(entries.items()))
+        return {"documents": len(objects), "diverged": len(differ),
+                "diverged_samples": differ[:6]}
+
+
 def child(args):
     sys.path.insert(0, HERE)
     os.environ["PGCATALOG_DSN"] = args.dsn
     os.environ["PGCATALOG_CACHE"] = args.cache
     workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
     db = _open(args.dsn, workdir)
-    role = writer if args.role == "writer" else reader
-    result = role(db, args.seconds, args.seed)
+    if args.role == "check":
+        result = final_check(db)
+    else:
+        role = writer if args.role == "writer" else reader
+        result = role(db, args.seconds, args.seed)
     result["role"] = args.role
     db.close()
     print(json.dumps(result))
@@ -266,12 +314,19 @@ def parent(args):
         if proc.returncode or not lines:
             raise RuntimeError("a probe process failed:\n" + err[-3000:])
         results.append(json.loads(lines[-1]))
+    check = _spawn(args, dsn, "check", 0)
+    out, err = check.communicate(timeout=300)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if check.returncode or not lines:
+        raise RuntimeError("the final check failed:\n" + err[-3000:])
+    final = json.loads(lines[-1])
     total = {"writers": args.writers, "readers": args.readers,
              "seconds": args.seconds, "cache": args.cache}
     for key in ("commits", "retries", "failures", "loads", "stale_loads"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "writer")
     for key in ("transactions", "answers", "behind", "ahead", "stale",
+                "old_objects",
                 "transactions_off", "errors", "conflicts"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "reader")
@@ -283,6 +338,9 @@ def parent(args):
                         for s in r["samples"]][:10]
     total["writer_errors"] = [e for r in results if r["role"] == "writer"
                               for e in r["errors"]][:5]
+    total["documents"] = final["documents"]
+    total["diverged"] = final["diverged"]
+    total["diverged_samples"] = final["diverged_samples"]
     from plone.pgcatalog import db as pgc_db
     pgc_db.close_pools()
     pgserver.drop_database(dsn)

@@ -28,7 +28,7 @@ def test_answers_agree_with_objects(cache):
     assert result["transactions"] > 50, result
     assert result["loads"] > 20, result
     for key in ("behind", "ahead", "stale", "transactions_off", "errors",
-                "failures", "stale_loads"):
+                "failures", "stale_loads", "old_objects", "diverged"):
         assert result[key] == 0, (key, result)
     if cache == "on":
         assert result["hits"] > 0, result

@@ -425,7 +425,9 @@ def storage_snapshot(dsn, jar):
         # the catalog takes a snapshot of its own (checked, consistency.py)
         return None
     try:
-        cursor = load.cursor
+        # a cursor of its own on RelStorage's connection (in its
+        # transaction): RelStorage's cursor may hold rows it has not read
+        cursor = load.connection.cursor()
         if key not in _colocated:
             cursor.execute(_IDENTITY)
             theirs = tuple(cursor.fetchone())
@@ -444,7 +446,9 @@ def storage_snapshot(dsn, jar):
                     "docs/transactions.md)")
                 return None
         cursor.execute("SELECT pg_export_snapshot()")
-        return cursor.fetchone()[0]
+        found = cursor.fetchone()[0]
+        cursor.close()
+        return found
     except Exception:  # noqa: B902 - another driver, a closed connection
         logger.warning("could not export RelStorage's snapshot",
                        exc_info=True)
@@ -454,7 +458,8 @@ def storage_snapshot(dsn, jar):
 #: which server and database a connection reaches (the server's start
 #: time, the database's oid and name): the catalog shares RelStorage's
 #: database when both connections say the same
-_IDENTITY = ("SELECT pg_postmaster_start_time()::text, d.oid::bigint, "
+_IDENTITY = ("SELECT extract(epoch FROM pg_postmaster_start_time())::text, "
+             "d.oid::bigint, "
              "d.datname FROM pg_database d WHERE d.datname = "
              "current_database()")
 

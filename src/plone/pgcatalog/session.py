@@ -319,6 +319,7 @@ class CatalogSession:
         if self.pending:
             self.flush()
         self.settle()
+        self._begin_checked()
         try:
             cursor = self._run(query, params, None, False, write=True)
         finally:
@@ -375,8 +376,9 @@ class CatalogSession:
         result is returned.  When the connection turns out dead and the
         transaction had no writes, again on a fresh connection; any other
         failure goes to ``failed(conn, exc, fresh)``, which raises.  A
-        fresh snapshot behind the objects' is rolled back (with whatever
-        ``queue`` sent after BEGIN) and replaced by one that agrees, and
+        fresh snapshot behind the objects' is rolled back (with what
+        ``queue`` sent after BEGIN: reads only, writes begin with
+        :meth:`_begin_checked`) and replaced by one that agrees, and
         ``queue`` runs again: :meth:`_agree`."""
         attempt = 0
         resnapshots = 0
@@ -416,6 +418,22 @@ class CatalogSession:
                     resnapshots += 1
                     continue
             return result
+
+    def _begin_checked(self):
+        """Begin the PostgreSQL transaction in a snapshot that agrees with
+        the objects' (consistency.py) before writes go into it: a snapshot
+        found behind is replaced, which writes sent with it would not
+        survive.  Reads begin with their statement (run again in the new
+        snapshot)."""
+        if self.begun or not self.watched:
+            return
+
+        def failed(conn, exc, fresh):
+            self._contain(conn, exc, False)
+            raise dberrors.translate_error(exc, "BEGIN",
+                                           self.timeout_ms) from None
+
+        self._send(lambda conn, fresh: None, failed)
 
     def watch(self, cid, generation):
         """Catalog ``cid`` is used in this transaction, whose ZODB snapshot
@@ -624,6 +642,7 @@ class CatalogSession:
         self.rows_written += len(ops)
         # big answers found before these writes keep what they found
         self.settle()
+        self._begin_checked()
 
         def queue(conn, fresh):
             conn.execute("SAVEPOINT pgc_flush", prepare=False)

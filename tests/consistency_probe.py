@@ -217,15 +217,9 @@ def reader(db, seconds, seed):
                     if behind or ahead or stale:
                         off = True
                         if len(samples) < 5:
-                            session = catalog._pgc_store().session
-                            cid = catalog._pgc_store().cid
-                            facts = session.facts.get(cid)
                             samples.append({
                                 "query": index, "behind": behind,
                                 "ahead": ahead, "stale": stale,
-                                "shared": session.shared,
-                                "watched": session.watched.get(cid),
-                                "stamp": facts and facts.stamp,
                                 "missing": sorted(
                                     "/".join(o.getPhysicalPath())
                                     for o in folder.objectValues()
@@ -238,7 +232,7 @@ def reader(db, seconds, seed):
                 # (the catalog's, which is RelStorage's when shared): a
                 # loaded state older than that is RelStorage's own lag
                 session = catalog._pgc_store().session
-                if session.shared:
+                if getattr(session, "shared", False):
                     from ZODB.utils import u64
                     oid = u64(folder._p_oid)
                     row = session.execute(

@@ -1,5 +1,5 @@
 """One level1 query with the hot rows' sort walk on and off by turns
-(BENCHMARKS.md, stop 35).
+(docs/benchmarks/history.md, 2026-11-28, the sort date in the hot rows).
 
 ``compiler.hot_sorted`` (schema version 21) walks the hot rows for a page
 sorted by the hot sort index; with ``hot.sorts`` answering False the same

@@ -1,6 +1,6 @@
 """Planning time of the catalog's statements on the entries, with and
-without a statistics object per shared expression index (BENCHMARKS.md,
-stop 30).
+without a statistics object per shared expression index
+(docs/benchmarks/history.md, 2026-11-27, value B-trees shared).
 
 PostgreSQL's planner loads every statistics object of a table each time it
 plans a statement on it.  This takes the statements a run sent (a

@@ -1,5 +1,6 @@
-"""Statements timed side by side, in alternating rounds (BENCHMARKS.md, stop
-31).
+"""Statements timed side by side, in alternating rounds
+(docs/benchmarks/history.md, 2026-11-28, the three queries probed at their
+floors).
 
 This machine's speed moves by up to 2x between minutes, so two ways of
 answering one question are only compared within the same minutes: each

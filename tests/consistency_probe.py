@@ -24,7 +24,7 @@ Usage (prints one JSON line)::
         [--readers 3] [--cache on|off]
 
 tests/test_consistency.py runs it briefly; a longer run is a measurement
-(BENCHMARKS.md).
+(docs/transactions.md).
 """
 import argparse
 import json

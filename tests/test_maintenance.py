@@ -1,4 +1,5 @@
-"""Clearing and partial reindexing (issue 11's defects 2 and 8)."""
+"""Clearing a catalog (another catalog's pending writes kept) and partial
+reindexing (in batches; metadata recorded or kept)."""
 import unittest
 
 import transaction

@@ -1,4 +1,4 @@
-"""Shadow mode (issue 14, part 1): the site's old ZCatalog kept beside the
+"""Shadow mode: the site's old ZCatalog kept beside the
 PostgreSQL catalog, written in sync, one of them answering searches, a
 sample of searches compared; a planted difference is found.
 

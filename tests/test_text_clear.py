@@ -1,4 +1,4 @@
-"""``clearIndex`` on a ZCTextIndex empties it, as in ZCatalog (issue 11).
+"""``clearIndex`` on a ZCTextIndex empties it, as in ZCatalog.
 
 ZCatalog's ``clearIndex(name)`` calls the index's ``clear()``, which for a
 ZCTextIndex drops its Okapi index (and so every word): the objects stay

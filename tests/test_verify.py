@@ -1,4 +1,4 @@
-"""Verify and repair (issue 14, part 3): every kind of divergence between
+"""Verify and repair: every kind of divergence between
 the catalog and the ZODB is planted on a real Plone site, found by the
 verifier under its kind, and repaired; a clean site verifies clean."""
 import unittest

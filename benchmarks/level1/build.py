@@ -37,7 +37,7 @@ def _db_sizes(dsn):
                                      if k.startswith("pgcatalog_"))
         out["zodb_objects"] = pg.execute(
             "SELECT count(*) FROM object_state").fetchone()[0]
-        # the catalog's tables: heap, TOAST and indexes apart (issue 13:
+        # the catalog's tables: heap, TOAST and indexes apart (the report's
         # bytes per entry per table and index)
         out["pgcatalog_relations"] = {
             name: {"heap": heap, "toast": total - heap - indexes,

@@ -1,5 +1,6 @@
 """The text report: per scale a table of query times for both engines, the
-build cost, the concurrency runs, the bar, and the parity verdict."""
+build cost, the concurrency runs, the engine's targets, and the parity
+verdict."""
 from shared import BACKENDS
 from shared import RENDER_BRAINS
 from shared import fmt
@@ -8,10 +9,10 @@ from shared import load_line
 from .queries import VARIANTS
 
 
-#: level1's text queries: their own bar at 1,000,000 entries (issue 13)
+#: level1's text queries: their own target at 1,000,000 entries (100 ms)
 TEXT_QUERIES = ("P5", "FTF")
-#: the catalog's tables at 1,000,000 entries, at most half of the 11,960 MB
-#: measured on 2026-11-23 (issue 13)
+#: the size target: the catalog's tables at 1,000,000 entries, at most half
+#: of the 11,960 MB measured on 2026-11-23
 SIZE_BAR_MB = 5980
 
 
@@ -27,7 +28,7 @@ def _misses(pgq, qids, stat, limit):
 
 
 def _bar(scale, pgq, build):
-    """Issue 13's bar at ``scale`` (len medians and p95s of the engine,
+    """The engine's targets at ``scale`` (len medians and p95s,
     the catalog's tables on disk), as report lines."""
     found = []
     if scale == 1000000:
@@ -120,7 +121,7 @@ def format_report(data, parity, failures, skipped, env_info, args):
                                    for i, c in enumerate(r)))
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
-        # the bar (for information)
+        # the targets (for information)
         if "pgcatalog" in names:
             pgq = per["pgcatalog"]["query"]["queries"]
             slowest = max(pgq, key=lambda k: pgq[k]["render"]["median_ms"])
@@ -215,7 +216,7 @@ def format_report(data, parity, failures, skipped, env_info, args):
         lines.append("FAILED: %s (see its output above)" % f)
     if bar:
         lines.append("")
-        lines.append("bar (issue 13, for information):")
+        lines.append("targets (for information):")
         lines.extend("  " + line for line in bar)
     seen = {}
     for note in parity["notes"]:

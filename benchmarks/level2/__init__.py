@@ -4,8 +4,7 @@ A real Plone 6 site (plone.distribution "volto", no default content) on
 RelStorage (PostgreSQL, history-free), once with the stock ZCatalog and once
 with plone.pgcatalog installed by its profile; each backend runs in its own
 subprocess against a fresh database on the same PostgreSQL server.  See
-``benchmarks/README.md`` and ``shared/reference/level2-workload.md`` for the
-workload.
+``benchmarks/README.md`` and ``workload`` for the workload.
 
 Usage::
 

@@ -1,8 +1,8 @@
 """The level2 workload, independent of any catalog: the site, the
-scenarios (P3-P9 of ``shared/reference/level2-workload.md``), the
-deterministic content plan drawn from ``random.Random(42)`` and the results
-it predicts (the oracle of the parity check).  Pure Python: the parent and
-the backend processes both import it."""
+scenarios (P3-P9, ``SCENARIOS`` below), the deterministic content plan drawn
+from ``random.Random(42)`` and the results it predicts (the oracle of the
+parity check).  Pure Python: the parent and the backend processes both
+import it."""
 import random
 
 

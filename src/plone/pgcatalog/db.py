@@ -90,6 +90,14 @@ def _configure(conn):
                     repr(cost)))
 
 
+#: seconds the pool keeps trying one replacement connection (backing off 1,
+#: 2 s...) before it gives up and starts again with the next request that
+#: waits: after a server restart or failover it reconnects within a second
+#: or two of the server's return (psycopg_pool's default, 300 s, lets the
+#: pauses grow to minutes)
+RECONNECT_TIMEOUT = 3.0
+
+
 def get_pool(dsn=None):
     """The connection pool for ``dsn`` (default: the configured DSN)."""
     dsn = dsn or config.get_dsn()
@@ -103,7 +111,8 @@ def get_pool(dsn=None):
                 dsn, min_size=1, max_size=config.get_pool_max_size(),
                 kwargs={"autocommit": True, "prepare_threshold": 0,
                         "application_name": APPLICATION_NAME},
-                configure=_configure, open=True, name="plone.pgcatalog")
+                configure=_configure, open=True, name="plone.pgcatalog",
+                reconnect_timeout=RECONNECT_TIMEOUT)
             try:
                 pool.wait(timeout=30)
             except Exception as exc:
@@ -319,18 +328,23 @@ def ensure_statistics(conn, built=False):
 _exhausted_logged = [0.0]
 
 
-def checkout(dsn):
+def checkout(dsn, timeout=None):
     """A connection of ``dsn``'s pool (for one ZODB transaction).
 
     When the pool has none free within ``pool-timeout`` (more threads than
     ``pool-max-size``), :class:`DatabaseUnavailable` (retried by Zope),
-    logged once a minute."""
+    logged once a minute.  ``timeout``: a shorter wait, failing
+    silently."""
     pool = get_pool(dsn)
     if _unresolved.get(dsn):
         resolve_unresolved(dsn)
     try:
-        return pool.getconn(timeout=config.get_pool_timeout())
+        return pool.getconn(timeout=timeout or config.get_pool_timeout())
     except Exception as exc:  # noqa: B902 - PoolTimeout, closed pool
+        if timeout:
+            raise DatabaseUnavailable(
+                "no catalog connection free within %.2f s" % timeout) \
+                from None
         now = time.monotonic()
         if now - _exhausted_logged[0] > 60:
             _exhausted_logged[0] = now

@@ -1,7 +1,9 @@
 """Catalog and objects in the same transaction, across processes.
 
 A Plone site on history-free RelStorage with plone.pgcatalog in the same
-PostgreSQL database (two-phase commit on).  Writer processes create, edit,
+PostgreSQL database (two-phase commit on), or with ``--catalog other`` in
+another database of the server (the catalog then takes snapshots of its
+own, as on ZEO or FileStorage).  Writer processes create, edit,
 rename and delete documents, committing as fast as they can; reader
 processes, in every transaction, ask the catalog and compare each answer
 with the objects the same transaction can load:
@@ -21,7 +23,7 @@ with the objects the same transaction can load:
 Usage (prints one JSON line)::
 
     python tests/consistency_probe.py [--seconds 120] [--writers 2]
-        [--readers 3] [--cache on|off]
+        [--readers 3] [--cache on|off] [--catalog same|other]
 
 tests/test_consistency.py runs it briefly; a longer run is a measurement
 (docs/transactions.md).
@@ -276,7 +278,7 @@ def child(args):
     os.environ["PGCATALOG_DSN"] = args.dsn
     os.environ["PGCATALOG_CACHE"] = args.cache
     workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
-    db = _open(args.dsn, workdir)
+    db = _open(args.storage_dsn or args.dsn, workdir)
     if args.role == "check":
         result = final_check(db)
     else:
@@ -291,10 +293,13 @@ def parent(args):
     sys.path.insert(0, HERE)
     from plone.pgcatalog.testing import pgserver
     dsn = pgserver.fresh_database("pgcatalog_probe")
+    args.storage_dsn = dsn
+    if args.catalog == "other":
+        args.storage_dsn = pgserver.fresh_database("pgcatalog_probe_zodb")
     os.environ["PGCATALOG_DSN"] = dsn
-    workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
     # the site, in a process of its own (Zope starts once per process)
     subprocess.run([sys.executable, __file__, "--setup", "--dsn", dsn,
+                    "--storage-dsn", args.storage_dsn,
                     "--docs", str(args.docs)], check=True)
     procs = []
     for i in range(args.writers):
@@ -315,7 +320,8 @@ def parent(args):
         raise RuntimeError("the final check failed:\n" + err[-3000:])
     final = json.loads(lines[-1])
     total = {"writers": args.writers, "readers": args.readers,
-             "seconds": args.seconds, "cache": args.cache}
+             "seconds": args.seconds, "cache": args.cache,
+             "catalog": args.catalog}
     for key in ("commits", "retries", "failures", "loads", "stale_loads"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "writer")
@@ -338,6 +344,8 @@ def parent(args):
     from plone.pgcatalog import db as pgc_db
     pgc_db.close_pools()
     pgserver.drop_database(dsn)
+    if args.storage_dsn != dsn:
+        pgserver.drop_database(args.storage_dsn)
     print(json.dumps(total))
     return total
 
@@ -345,6 +353,7 @@ def parent(args):
 def _spawn(args, dsn, role, seed):
     return subprocess.Popen(
         [sys.executable, __file__, "--child", role, "--dsn", dsn,
+         "--storage-dsn", args.storage_dsn,
          "--seconds", str(args.seconds), "--seed", str(seed),
          "--cache", args.cache], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
@@ -357,7 +366,11 @@ def main(argv=None):
     p.add_argument("--readers", type=int, default=3)
     p.add_argument("--docs", type=int, default=60)
     p.add_argument("--cache", default="on")
+    p.add_argument("--catalog", choices=("same", "other"), default="same",
+                   help="the catalog in RelStorage's database, or in "
+                        "another one")
     p.add_argument("--dsn")
+    p.add_argument("--storage-dsn")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--child", dest="role")
     p.add_argument("--setup", action="store_true")
@@ -365,8 +378,8 @@ def main(argv=None):
     if args.setup:
         sys.path.insert(0, HERE)
         os.environ["PGCATALOG_DSN"] = args.dsn
-        setup(args.dsn, tempfile.mkdtemp(prefix="pgcatalog-probe-"),
-              args.docs)
+        setup(args.storage_dsn or args.dsn,
+              tempfile.mkdtemp(prefix="pgcatalog-probe-"), args.docs)
         return
     if args.role:
         child(args)

@@ -218,7 +218,7 @@ class TestHostileQueries(unittest.TestCase):
         ZCatalog answers the 1,000 (its ExtendedPathIndex loops over the
         levels of a depth: 2**31 of them would take it minutes)."""
         session = self.pg._pgc_store().session
-        session.timeout_ms = 3000
+        session.set_timeout(3000)
         root = "/" + self.portal.getId()
         for value in (2 ** 31, 2 ** 31 - 1, 2 ** 63, 2 ** 63 - 1, 10 ** 30):
             for path in (root, root + "/pubf", "pubf"):

@@ -260,9 +260,9 @@ class TestCancelStorm(unittest.TestCase):
 
     def test_timeouts_everywhere(self):
         session = self.catalog._pgc_store().session
-        session.timeout_ms = 1
+        session.set_timeout(1)
         self.survives(session)
-        session.timeout_ms = 0
+        session.set_timeout(0)
         self.check_after()
 
     def test_cancels_from_outside(self):

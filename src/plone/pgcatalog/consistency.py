@@ -27,10 +27,16 @@ commits:
 * **ahead** (stamp > generation): the catalog shows commits whose objects
   the transaction cannot load.  With a snapshot of its own (the catalog in
   another database, on ZEO or FileStorage) it is taken at the first catalog
-  statement, after the ZODB's: commits in between are visible.  Without
-  two-phase commit the catalog commits in the storages' vote.  Documented
-  (docs/transactions.md), not raised: a catalog whose stamp ran ahead for
-  good (a catalog commit whose ZODB part failed) must keep answering.
+  statement, after the ZODB's: commits in between are visible.  The
+  transaction raises :class:`~plone.pgcatalog.errors.CatalogReadConflictError`
+  (Zope runs the request again, in a ZODB snapshot that holds them), as
+  the ZODB raised ``ReadConflictError`` before it had MVCC.  A catalog
+  that stays ahead of every ZODB snapshot of the process for
+  :data:`AHEAD_GRACE` seconds ran ahead for good (a catalog commit whose
+  ZODB part failed: without two-phase commit, or an in-doubt transaction
+  committed by ``in-doubt-resolution``): that lead is logged and accepted
+  (:func:`ahead_verdict`), the site keeps answering; ``pgcatalog-verify``
+  finds the difference.
 
 The result cache fills only from a snapshot that holds exactly what the
 generation counts (:func:`complete`).
@@ -40,10 +46,14 @@ Prepared transactions name the catalogs they write in their global id
 incomplete: another application's open transaction, a ``pg_dump`` or a
 transaction prepared in another database do not.
 """
+import logging
+
 from plone.pgcatalog import schema
 from plone.pgcatalog.fragment import ident
 from plone.pgcatalog.fragment import q
 
+
+logger = logging.getLogger("plone.pgcatalog")
 
 #: global ids of the catalog's prepared transactions start with this
 GID_PREFIX = "pgcatalog:"
@@ -54,6 +64,9 @@ GID_MAX_CATALOGS = 20
 WAIT = 1.0
 #: seconds between two looks at them
 POLL = 0.002
+#: seconds a catalog may show commits that no ZODB snapshot of this process
+#: shows before its lead is taken for good (ahead_verdict)
+AHEAD_GRACE = 2.0
 
 
 def gid(token, cids, storage_xid=None):
@@ -176,3 +189,66 @@ def complete(facts, generation, shared):
     nor any transaction finished between the snapshot and the facts (it
     may have been one)."""
     return refusal(facts, generation, shared) is None
+
+
+# -- ahead of the objects ----------------------------------------------------
+
+#: what a transaction does with a snapshot ahead of its objects
+RETRY = "retry"
+ANSWER = "answer"
+
+#: (dsn, cid) -> the newest generation a ZODB snapshot of this process showed
+_newest = {}
+#: (dsn, cid) -> (stamp, since): the catalog has shown ``stamp`` since
+#: ``since`` (monotonic) and no ZODB snapshot of this process has counted it
+_pending = {}
+#: (dsn, cid) -> the lead over the ZODB's count accepted for good
+_accepted = {}
+
+
+def saw(key, generation):
+    """A transaction of this process counts ``generation`` writing commits
+    of catalog ``key`` (dsn, cid) in its ZODB snapshot."""
+    if generation > _newest.get(key, -1):
+        _newest[key] = generation
+    pending = _pending.get(key)
+    if pending is not None and generation >= pending[0]:
+        del _pending[key]
+
+
+def ahead_verdict(key, stamp, generation, now):
+    """What a transaction whose ZODB snapshot counts ``generation`` commits
+    of catalog ``key`` does with a catalog snapshot counting ``stamp``
+    (more): :data:`RETRY` while the objects of those commits exist in a
+    newer ZODB snapshot (one of this process counted them) or may a moment
+    later (:data:`AHEAD_GRACE`); :data:`ANSWER` once the lead is taken for
+    good (logged), and from then on for a lead no greater."""
+    saw(key, generation)
+    stamp -= _accepted.get(key, 0)
+    if stamp <= generation:
+        return ANSWER
+    if _newest[key] >= stamp:
+        return RETRY
+    pending = _pending.get(key)
+    if pending is None:
+        _pending[key] = (stamp, now)
+        return RETRY
+    if now - pending[1] < AHEAD_GRACE:
+        return RETRY
+    del _pending[key]
+    lead = stamp - _newest[key]
+    _accepted[key] = _accepted.get(key, 0) + lead
+    logger.warning(
+        "catalog %s: PostgreSQL holds %d writing commits more than any ZODB "
+        "snapshot of this process has counted for %.1f s: taken as a catalog "
+        "commit whose ZODB part failed (without two-phase commit, or an "
+        "in-doubt transaction committed); answering from it. Run "
+        "pgcatalog-verify (docs/verify.md)", key[1], lead, now - pending[1])
+    return ANSWER
+
+
+def forget_ahead():
+    """Forget what this process saw of leads (tests)."""
+    _newest.clear()
+    _pending.clear()
+    _accepted.clear()

@@ -46,6 +46,7 @@ best side by side.  Connections and error translation are ``db.py``'s; the
 write buffer and its batches are ``writer.py``'s.
 """
 import logging
+import threading
 import time
 import uuid
 import weakref
@@ -55,6 +56,7 @@ import transaction as transaction_module
 from psycopg import sql
 from transaction.interfaces import IDataManager
 from transaction.interfaces import IDataManagerSavepoint
+from transaction.interfaces import ISynchronizer
 from zope.interface import implementer
 
 from plone.pgcatalog import cache as result_cache
@@ -84,6 +86,9 @@ CONNECT_ATTEMPTS = 3
 #: transaction whose connection went away
 FINISH_ATTEMPTS = 6
 FINISH_PAUSE = 0.05
+#: seconds a transaction's early snapshot waits for a free connection
+#: (none free: it begins at the first statement, as without)
+EARLY_CHECKOUT = 0.05
 
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 
@@ -129,6 +134,8 @@ class CatalogSession:
     """The catalog's data manager for one ZODB transaction."""
 
     transaction_manager = None
+    #: the transaction manager it was made for
+    manager = None
 
     def __init__(self, txn, dsn, jar=None):
         self.txn = txn
@@ -209,17 +216,38 @@ class CatalogSession:
         self.slow_ms = config.get_slow_query_ms()
         #: the site's own settings these come from (use_settings), or None
         self.site_settings = None
+        #: the PostgreSQL transaction was begun with the ZODB's
+        #: (begin_early), before the first catalog call
+        self.early = False
+        #: a catalog statement ran (in a snapshot of its own, when
+        #: ``snapshot_id`` is ""): the thread's next transaction begins
+        #: early
+        self.sent = False
 
     def use_settings(self, site):
         """Take the site's own settings (a dict of ``config.OVERRIDABLE``
         names: its registry's, settings.py) for this transaction, unless
         its PostgreSQL transaction has begun (the first catalog of a
         transaction decides)."""
-        if self.site_settings is not None or self.begun:
+        if self.site_settings is not None or \
+                (self.begun and not self.early):
             return
         self.site_settings = site
-        self.timeout_ms = config.get_statement_timeout_ms(site)
         self.slow_ms = config.get_slow_query_ms(site)
+        # begun early (begin_early), the transaction has the process's limit
+        self.set_timeout(config.get_statement_timeout_ms(site))
+
+    def set_timeout(self, timeout_ms):
+        """The reads' statement timeout from now on (milliseconds, 0 = no
+        limit), in the PostgreSQL transaction already begun too."""
+        if timeout_ms == self.timeout_ms:
+            return
+        self.timeout_ms = timeout_ms
+        if self.begun:
+            try:
+                self.conn.execute(_timeout_sql(timeout_ms), prepare=False)
+            except psycopg.Error as exc:
+                self._contain(self.conn, exc, False)
 
     def created_catalog(self, cid):
         """Catalog ``cid``'s row was made in this transaction."""
@@ -392,6 +420,7 @@ class CatalogSession:
                         self._begin_statements(conn)
                     result = queue(conn, fresh)
                 self.begun = True
+                self.sent = True
             except psycopg.Error as exc:
                 self._facts_cursor = None
                 if dberrors.connection_lost(exc) and not self.wrote \
@@ -443,19 +472,27 @@ class CatalogSession:
         if generation is None or cid in self.watched:
             return
         self.watched[cid] = generation
-        if self.begun and cid not in self.facts:
+        consistency.saw((self.dsn, cid), generation)
+        if not self.begun:
+            return
+        facts = self.facts.get(cid)
+        if facts is not None:
+            # asked with BEGIN (begin_early) or by the result cache
+            rows = [(cid, facts.stamp, facts.prepared, facts.moved)]
+        else:
             fragment = consistency.facts_sql([cid])
-            rows = self._run(fragment.text, fragment.params, True, False)
-            if not self._agree(rows.fetchall(), 0, end=True):
-                # the next statement begins a snapshot that agrees
-                self._end_snapshot()
+            rows = self._run(fragment.text, fragment.params, True,
+                             False).fetchall()
+        if not self._agree(rows, 0, end=True):
+            # the next statement begins a snapshot that agrees
+            self._end_snapshot()
 
     def _agree(self, rows, resnapshots, end=False):
         """Take the facts of a new snapshot; whether it agrees with the
         objects' (else it was ended, unless ``end`` leaves that to the
         caller, and the caller runs again on a new one).  Raises
         CatalogReadConflictError when it cannot be made to agree."""
-        behind, ahead = {}, False
+        behind, ahead = {}, {}
         for cid, stamp, prepared, moved in rows:
             facts = self.facts[cid] = consistency.Facts(stamp, prepared,
                                                         moved)
@@ -465,14 +502,20 @@ class CatalogSession:
             if stamp < generation:
                 behind[cid] = facts
             elif stamp > generation:
-                ahead = True
+                ahead[cid] = stamp
+        now = time.monotonic()
+        if any(consistency.ahead_verdict((self.dsn, cid), stamp,
+                                         self.watched[cid], now)
+               == consistency.RETRY for cid, stamp in ahead.items()):
+            # commits its objects do not show (this transaction's ZODB
+            # snapshot is older than them): run again in a newer one
+            raise CatalogReadConflictError(
+                "the catalog shows commits that this transaction's objects "
+                "do not (made after its ZODB snapshot); the request is "
+                "retried")
         if resnapshots:
             # a snapshot of its own, taken after waiting: it holds exactly
             # what the objects show, or the request runs again
-            if ahead:
-                raise CatalogReadConflictError(
-                    "the catalog changed while its snapshot was brought in "
-                    "line with the objects'; the request is retried")
             if behind:
                 _lagging(behind, self.watched)
             return True
@@ -888,6 +931,7 @@ class CatalogSession:
                                    exc_info=True)
                     self._drop_connection()
         finally:
+            _early.remember(self)
             self.pending = writer_module.PendingWrites()
             self.counter_flushed.clear()
             self.dirty.clear()
@@ -913,6 +957,38 @@ class CatalogSession:
     # -- savepoints ---------------------------------------------------------
     def savepoint(self):
         return SessionSavepoint(self)
+
+    # -- a snapshot begun with the ZODB's -----------------------------------
+    def begin_early(self, cids):
+        """Begin the PostgreSQL transaction now, as the ZODB transaction
+        begins (:class:`EarlySnapshot`), with a snapshot of its own and the
+        facts of catalogs ``cids``: a snapshot taken with the ZODB's, not
+        at the first catalog statement, rarely shows commits the objects
+        do not (consistency.py).  Best effort: when no connection is free
+        at once or PostgreSQL fails, the first statement begins as
+        usual."""
+        if self.begun or self.conn is not None:
+            return
+        try:
+            self.conn = db.checkout(self.dsn, timeout=EARLY_CHECKOUT)
+        except DatabaseUnavailable:
+            return
+        conn = self.conn
+        try:
+            self.snapshot_id = ""
+            with conn.pipeline():
+                self._begin_statements(conn)
+                fragment = consistency.facts_sql(cids)
+                cursor = conn.cursor().execute(fragment.text,
+                                               fragment.params)
+            for cid, stamp, prepared, moved in cursor.fetchall():
+                self.facts[cid] = consistency.Facts(stamp, prepared, moved)
+            self.begun = self.early = True
+        except psycopg.Error:
+            self._facts_cursor = None
+            self.snapshot_id = None
+            self.facts = {}
+            self._drop_connection()
 
 
 def _other_resources(txn, session):
@@ -988,6 +1064,77 @@ def _forget_session(txn):
         pass
 
 
+class EarlySnapshot(threading.local):
+    """Begins a catalog snapshot as a ZODB transaction begins.
+
+    A transaction reads the catalog in a PostgreSQL snapshot and loads
+    objects in a ZODB snapshot.  Where the catalog cannot share the
+    storage's snapshot (ZEO, FileStorage, RelStorage in another database)
+    it takes one of its own; taken at the first catalog statement, some
+    milliseconds after the ZODB's, it may show a commit the objects do not
+    show, and the transaction must run again (consistency.py: a
+    ``ReadConflictError`` Zope retries, after a pause of up to a second).
+    Taken as the ZODB transaction begins (``ISynchronizer.newTransaction``,
+    beside the ZODB connection's own), the two are a round trip apart.
+
+    Per thread: a thread whose last transaction ran a catalog statement in
+    a snapshot of its own begins the next one early
+    (:meth:`CatalogSession.begin_early`); the others (a shared snapshot,
+    no catalog, answers from the result cache alone) are left alone, and
+    pay nothing."""
+
+    dsn = None
+    cids = ()
+    #: the transaction managers this thread registered with
+    managers = ()
+
+    def remember(self, session):
+        """The session's transaction ends: whether the thread's next one
+        begins early."""
+        if session.sent and session.snapshot_id == "" and session.watched:
+            self.dsn = session.dsn
+            self.cids = tuple(sorted(session.watched))
+            manager = session.manager
+            if manager is not None and manager not in self.managers:
+                manager.registerSynch(_SYNCHRONIZER)
+                self.managers += (manager,)
+        else:
+            self.cids = ()
+
+    def take(self):
+        cids, self.cids = self.cids, ()
+        return self.dsn, cids
+
+
+_early = EarlySnapshot()
+
+
+@implementer(ISynchronizer)
+class _Synchronizer:
+
+    def newTransaction(self, txn):
+        dsn, cids = _early.take()
+        if not cids:
+            return
+        try:
+            manager = transaction_module.manager
+            if manager.get() is not txn:
+                return
+            current_session(dsn).begin_early(cids)
+        except Exception:  # noqa: B902 - never fail a transaction's begin
+            logger.debug("could not begin the catalog snapshot early",
+                         exc_info=True)
+
+    def beforeCompletion(self, txn):
+        pass
+
+    def afterCompletion(self, txn):
+        pass
+
+
+_SYNCHRONIZER = _Synchronizer()
+
+
 def current_session(dsn=None, txn_manager=None, jar=None):
     """The session of the current transaction, joined on first use.
     ``jar``: the ZODB connection of the caller (the tool's), whose storage
@@ -1005,6 +1152,7 @@ def current_session(dsn=None, txn_manager=None, jar=None):
     dsn = dsn or config.get_dsn()
     db.ensure_schema(dsn)
     session = CatalogSession(txn, dsn, jar)
+    session.manager = tm
     session.writer = writer_module.Writer()
     txn.join(session)
     txn.set_data(_TXN_KEY, session)

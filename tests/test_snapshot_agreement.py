@@ -1,0 +1,196 @@
+"""A transaction never sees catalog entries of a commit its objects do not
+show (consistency.py), on a storage whose snapshot the catalog cannot share
+(the test layers' DemoStorage, as FileStorage, ZEO, or RelStorage in
+another database).
+
+Another transaction adds a document and commits after this transaction's
+ZODB snapshot was taken, but before its first catalog statement: the
+catalog's snapshot, taken at that statement, would hold the new entry
+while the objects do not hold the document.  The answer must be the
+objects' (then nothing is new) or a ``ReadConflictError`` Zope retries,
+never a brain without its object.
+"""
+import threading
+import unittest
+
+import transaction
+from AccessControl.SecurityManagement import newSecurityManager
+from AccessControl.SecurityManagement import noSecurityManager
+from Acquisition import aq_base
+from plone.app.testing import setRoles
+from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import TEST_USER_ID
+from Products.CMFCore.indexing import processQueue
+from Testing.makerequest import makerequest
+from ZODB.POSException import ReadConflictError
+from zope.component.hooks import getSite
+from zope.component.hooks import setSite
+
+from plone.pgcatalog import cache as result_cache
+from plone.pgcatalog import consistency
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+
+
+def commit_elsewhere(portal, doc_id, title):
+    """Add a document and commit, in a thread with a ZODB connection and
+    transaction of its own (as another Zope thread or process would)."""
+    failures = []
+    db = aq_base(portal)._p_jar.db()
+    path = portal.getPhysicalPath()
+
+    def work():
+        conn = db.open()
+        try:
+            app = makerequest(conn.root()["Application"])
+            site = app.unrestrictedTraverse(path)
+            setSite(site)
+            user = app.acl_users.getUser(SITE_OWNER_NAME)
+            newSecurityManager(None, user.__of__(app.acl_users))
+            site.invokeFactory("Document", doc_id, title=title)
+            processQueue()
+            transaction.commit()
+        except Exception as exc:  # noqa: B902 - reported by the test
+            transaction.abort()
+            failures.append(exc)
+        finally:
+            noSecurityManager()
+            setSite(None)
+            conn.close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(120)
+    if failures:
+        raise failures[0]
+
+
+class TestObjectsBeforeCatalog(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        self.portal.invokeFactory("Document", "first", title="Agreed first")
+        processQueue()
+        transaction.commit()
+        consistency.forget_ahead()
+
+    def tearDown(self):
+        transaction.abort()
+        consistency.forget_ahead()
+
+    def search_after_a_commit_elsewhere(self, doc_id, cache, begin):
+        """This transaction's ZODB snapshot, then a commit elsewhere, then
+        this transaction's first catalog statement: (ids found, ids this
+        transaction's objects have), or ReadConflictError.  ``begin``: the
+        transaction begins as Zope's publisher begins it
+        (``transaction.begin()``: synchronizers told), else implicitly."""
+        transaction.abort()
+        if not cache:
+            result_cache.forget()
+        if begin:
+            transaction.begin()
+        # the ZODB snapshot of this transaction: the catalog tool and the
+        # site loaded, no catalog statement yet
+        site = getSite()
+        self.assertIn("first", self.portal.objectIds())
+        self.assertIsNotNone(aq_base(self.catalog)._pgc_generation)
+        commit_elsewhere(self.portal, doc_id, "Agreed %s" % doc_id)
+        self.assertNotIn(doc_id, self.portal.objectIds())
+        setSite(site)
+        found = [b.getId for b in self.catalog.unrestrictedSearchResults(
+            Title="Agreed", portal_type="Document")]
+        return sorted(found), sorted(
+            i for i in self.portal.objectIds() if i in found or i == doc_id)
+
+    def after(self):
+        """The next transaction sees the new document, entry and object."""
+        transaction.abort()
+        found = sorted(b.getId for b in self.catalog.unrestrictedSearchResults(
+            Title="Agreed", portal_type="Document"))
+        self.assertEqual(found, ["first", "second"])
+        self.assertEqual(
+            [b.getObject().getId() for b in
+             self.catalog.unrestrictedSearchResults(getId="second")],
+            ["second"])
+
+    def warm(self):
+        """A transaction of this thread ran a catalog statement in a
+        snapshot of its own: the next one begins its snapshot early."""
+        transaction.abort()
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(Title="Agreed")
+        transaction.abort()
+
+    def test_ahead_of_the_objects_is_retried(self):
+        """A snapshot taken at the first catalog statement, after the
+        commit: a ReadConflictError (Zope runs the request again)."""
+        with self.assertRaises(ReadConflictError):
+            self.search_after_a_commit_elsewhere("second", False, False)
+        self.after()
+
+    def test_ahead_of_the_objects_is_retried_cached(self):
+        # the same question answered (and cached) before the commit
+        transaction.abort()
+        self.catalog.unrestrictedSearchResults(Title="Agreed",
+                                               portal_type="Document")
+        try:
+            found, objects = self.search_after_a_commit_elsewhere(
+                "second", True, False)
+        except ReadConflictError:
+            pass
+        else:
+            # from the cache, under this snapshot's generation
+            self.assertEqual(found, objects)
+            self.assertEqual(found, ["first"])
+        self.after()
+
+    def test_early_snapshot_agrees(self):
+        """Begun as the publisher begins a request, after a transaction
+        that read the catalog: the catalog's snapshot was taken with the
+        ZODB's, before the commit, and answers as the objects do."""
+        self.warm()
+        found, objects = self.search_after_a_commit_elsewhere(
+            "second", False, True)
+        self.assertEqual(found, objects)
+        self.assertEqual(found, ["first"])
+        self.after()
+
+    def test_no_early_snapshot_after_cached_answers(self):
+        """A thread whose last transaction asked PostgreSQL nothing (its
+        answers came from the result cache) begins the next one as usual:
+        no connection, no statement until the catalog needs one."""
+        self.warm()             # ran a statement: the next begins early
+        transaction.begin()
+        session = self.catalog._pgc_store().session
+        self.assertTrue(session.early)
+        self.catalog.unrestrictedSearchResults(Title="Agreed")  # cached
+        transaction.abort()
+        transaction.begin()
+        session = self.catalog._pgc_store().session
+        self.assertFalse(session.early)
+        self.assertIsNone(session.conn)
+
+    def test_early_snapshot_takes_the_sites_timeout(self):
+        """A snapshot begun before the site's settings are read gets the
+        site's statement timeout when they are."""
+        from plone.registry.interfaces import IRegistry
+        from zope.component import getUtility
+        registry = getUtility(IRegistry)
+        record = "plone.pgcatalog.statement_timeout_ms"
+        saved = registry[record]
+        registry[record] = 1234
+        transaction.commit()
+        try:
+            self.warm()
+            transaction.begin()
+            store = self.catalog._pgc_store()
+            self.assertTrue(store.session.early)
+            self.assertEqual(store.session.timeout_ms, 1234)
+            self.assertEqual(store.session.execute(
+                "SHOW statement_timeout").fetchone()[0], "1234ms")
+        finally:
+            transaction.abort()
+            registry[record] = saved
+            transaction.commit()

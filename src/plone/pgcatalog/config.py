@@ -78,8 +78,8 @@ def get_parallel_workers():
     ``parallel-workers``; ``server``: the server's setting).  A catalog
     answers many small concurrent requests; with workers, the planner
     took a parallel walk of the ``modified`` index for a text + filters
-    page, 146 ms instead of 6 ms (100,000 entries, BENCHMARKS.md
-    2026-11-25), and an every-match answer used three processes where one
+    page, 146 ms instead of 6 ms (100,000 entries; the planner settings,
+    docs/benchmarks/history.md), and an every-match answer used three processes where one
     bitmap scan answers faster."""
     value = _setting("parallel-workers", "PGCATALOG_PARALLEL_WORKERS")
     if value is None or value == "":

@@ -311,6 +311,28 @@ class TestSession(unittest.TestCase):
                 conn.execute("DELETE FROM pgcatalog_lists WHERE digest "
                              "LIKE 'doubt-%'")
 
+    def test_a_catalog_commit_without_its_objects_is_answered_from(self):
+        """An in-doubt transaction committed by the default policy holds
+        catalog writes no ZODB snapshot will count: the process that
+        resolved it answers from the catalog at once (no read conflict
+        while the lead is judged, consistency.ahead_verdict)."""
+        dsn = config.get_dsn()
+        if not db.two_phase(dsn):
+            self.skipTest("the server has no prepared transactions")
+        self.portal.invokeFactory("Document", "lead", title="Lead")
+        transaction.commit()
+        cid = self.catalog._pgc_cid()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO pgcatalog_commits (cid, delta) VALUES "
+                         "(%s, 0)", (cid,))
+            conn.execute("PREPARE TRANSACTION 'pgcatalog:crashed:%d'" % cid)
+        self.assertEqual(db.resolve_in_doubt(dsn, older_than=0),
+                         [("pgcatalog:crashed:%d" % cid, "COMMIT PREPARED")])
+        transaction.abort()
+        self.assertEqual([b.getId for b in self.catalog(id="lead")],
+                         ["lead"])
+
     def test_lock_waits_are_short(self):
         self.portal.invokeFactory("Document", "locked", title="Locked")
         transaction.commit()

@@ -138,6 +138,13 @@ def facts_sql(cids):
         sorted(cids))
 
 
+def commits_of_sql(xid):
+    """The catalogs a committed transaction ``xid`` (32 bits, as
+    ``pg_prepared_xacts`` gives it) wrote, and its commit-log rows in each."""
+    return q("SELECT l.cid, count(*) FROM {} l WHERE l.xmin::text = {} "
+             "GROUP BY l.cid", ident(schema.COMMITS), str(xid))
+
+
 def still_prepared_sql(xids):
     """How many of the prepared transactions ``xids`` are still prepared."""
     return q("SELECT count(*) FROM pg_prepared_xacts WHERE "
@@ -245,6 +252,17 @@ def ahead_verdict(key, stamp, generation, now):
         "in-doubt transaction committed); answering from it. Run "
         "pgcatalog-verify (docs/verify.md)", key[1], lead, now - pending[1])
     return ANSWER
+
+
+def accept_lead(dsn, leads):
+    """Catalog writes were committed without their ZODB part (an in-doubt
+    transaction committed by ``in-doubt-resolution``): ``leads`` maps the
+    catalogs' ids to the number of writing commits no ZODB snapshot will
+    count; this process answers from them without waiting
+    (:data:`AHEAD_GRACE`)."""
+    for cid, lead in leads.items():
+        key = (dsn, cid)
+        _accepted[key] = _accepted.get(key, 0) + lead
 
 
 def forget_ahead():

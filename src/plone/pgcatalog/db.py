@@ -637,11 +637,12 @@ def resolve_in_doubt(dsn, older_than=None, decision=None):
     done = []
     with get_pool(dsn).connection() as conn:
         rows = conn.execute(
-            "SELECT gid, prepared FROM pg_prepared_xacts WHERE gid LIKE %s "
+            "SELECT gid, prepared, transaction::text FROM pg_prepared_xacts "
+            "WHERE gid LIKE %s "
             "AND database = current_database() AND prepared < "
             "now() - make_interval(secs => %s)",
             (consistency.GID_PREFIX + "%", older_than)).fetchall()
-        for gid, prepared in rows:
+        for gid, prepared, xid in rows:
             storage_xid = consistency.storage_xid_of(gid)
             status = None
             if storage_xid is not None:
@@ -659,6 +660,11 @@ def resolve_in_doubt(dsn, older_than=None, decision=None):
             except psycopg.Error:
                 logger.warning("%s %s failed", command, gid, exc_info=True)
                 continue
+            if status is None and command == "COMMIT PREPARED":
+                # its ZODB part may never come: this process answers from
+                # the catalog's lead at once (consistency.accept_lead)
+                consistency.accept_lead(dsn, dict(run(
+                    conn, consistency.commits_of_sql(xid)).fetchall()))
             if status is None:
                 logger.warning(
                     "in-doubt catalog transaction %s (prepared %s): %s "

@@ -32,10 +32,12 @@ def main(argv=None):
     os.environ["PGCATALOG_CACHE"] = "off"
     sys.path.insert(0, HERE)
     import shared
-    from level1.measure import Request, _execute
+    from level1.measure import Request
+    from level1.measure import _execute
     from level1.plan import Plan
     from level1.queries import make_queries
-    from plone.pgcatalog import hot
+
+    from plone.pgcatalog.pg import hot
 
     base = os.environ.get("PGCATALOG_DSN", "host=127.0.0.1 dbname=postgres")
     dsn = "%s dbname=bench_l1_pgcatalog_%d_%d" % (base, args.scale, args.seed)

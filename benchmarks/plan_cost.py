@@ -21,7 +21,7 @@ import statistics
 import psycopg
 from psycopg import sql
 
-from plone.pgcatalog import planstats
+from plone.pgcatalog.schema import planstats
 
 
 def set_objects(dsn, every):

@@ -38,7 +38,6 @@ import time
 
 import shared
 
-
 SITE_ID = "Plone"
 SUBJECTS = ["s%02d" % n for n in range(40)]
 
@@ -154,7 +153,8 @@ def rebuild(args):
     """Child: the online rebuild, measured."""
     import transaction
     from zope.component.hooks import setSite
-    from plone.pgcatalog.rebuild import OnlineRebuild
+
+    from plone.pgcatalog.ops.rebuild import OnlineRebuild
     os.environ["PGCATALOG_CACHE"] = "off"
     db, _ = shared.start_backend("pgcatalog", args.dsn, 5000, [],
                                  "rebuild-bench-")

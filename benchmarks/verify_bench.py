@@ -1,4 +1,4 @@
-"""How long verifying a catalog takes (``plone.pgcatalog.verify``), per
+"""How long verifying a catalog takes (``plone.pgcatalog.ops.verify``), per
 1,000 objects, on a real Plone site::
 
     python benchmarks/verify_bench.py --docs 3000 [--folder-size 500]
@@ -33,10 +33,8 @@ import random
 import resource
 import time
 
-import transaction
-
 import shared
-
+import transaction
 
 WORDS = ("catalog postgres plone zope search index query verify repair "
          "object folder document metadata value entry batch memory "
@@ -46,12 +44,11 @@ WORDS = ("catalog postgres plone zope search index query verify repair "
 def build(db, args):
     """The site and its documents, committed in batches; the seconds."""
     from AccessControl.SecurityManagement import newSecurityManager
+    from level2.site import create_site
+    from level2.workload import ADMIN
     from Products.CMFCore.indexing import processQueue
     from Testing.makerequest import makerequest
     from zope.globalrequest import setRequest
-
-    from level2.site import create_site
-    from level2.workload import ADMIN
 
     rnd = random.Random(42)
     conn = db.open()
@@ -99,12 +96,11 @@ class Session:
 
     def __enter__(self):
         from AccessControl.SecurityManagement import newSecurityManager
+        from level2.workload import ADMIN
+        from level2.workload import SITE_ID
         from Testing.makerequest import makerequest
         from zope.component.hooks import setSite
         from zope.globalrequest import setRequest
-
-        from level2.workload import ADMIN
-        from level2.workload import SITE_ID
         self.db.cacheMinimize()
         self.conn = self.db.open()
         self.conn.cacheMinimize()
@@ -207,8 +203,8 @@ def main(argv=None):
         results = {"docs": args.docs, "batch": args.batch,
                    "cache_size": args.cache_size, "build_s": build_s,
                    "loadavg_start": os.getloadavg()}
-        from plone.pgcatalog import verify
-        from plone.pgcatalog.verify import Verifier
+        from plone.pgcatalog.ops import verify
+        from plone.pgcatalog.ops.verify import Verifier
 
         with Session(db) as s:
             objects = len(s.site.portal_catalog)

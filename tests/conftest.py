@@ -1,7 +1,13 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules, and the ``pg`` marker.
+
+A test needs a PostgreSQL server (``pg``) when it runs in a Plone test
+layer or its module talks to PostgreSQL, starts processes or reads the
+catalog's configuration of a server; the others form the fast tier:
+``pytest -m "not pg"`` runs them without a server in seconds.
+"""
 import pytest
 
-from plone.pgcatalog import migrations
+from plone.pgcatalog.schema import migrations
 
 
 @pytest.fixture
@@ -28,3 +34,23 @@ def later_release(monkeypatch, test_steps):
     monkeypatch.setattr(migrations, "STEPS", test_steps)
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", test_steps[-1].version)
     return test_steps
+
+
+#: module globals that mean "this module's tests reach a server" (a driver,
+#: the catalog's connections, processes, the test layers and servers)
+_SERVER_NAMES = ("psycopg", "db", "subprocess", "zopeprocess", "pgserver",
+                 "layers", "PGCATALOG_TESTING", "PGCATALOG_FUNCTIONAL_TESTING",
+                 "PGCATALOG_INTEGRATION_TESTING", "config")
+
+
+def _needs_server(item):
+    if getattr(getattr(item, "cls", None), "layer", None) is not None:
+        return True
+    names = vars(item.module)
+    return any(name in names for name in _SERVER_NAMES)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _needs_server(item):
+            item.add_marker(pytest.mark.pg)

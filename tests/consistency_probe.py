@@ -39,7 +39,6 @@ import time
 
 import transaction
 
-
 SITE = "plone"
 ADMIN = "admin"
 FOLDER = "probe"
@@ -250,7 +249,7 @@ def reader(db, seconds, seed):
                 samples.append({"error": "%s: %s" % (type(exc).__name__,
                                                      exc)})
     counts["samples"] = samples
-    from plone.pgcatalog import cache
+    from plone.pgcatalog.search import cache
     counts["cache"] = cache.stats()
     return counts
 
@@ -341,7 +340,7 @@ def parent(args):
     total["documents"] = final["documents"]
     total["diverged"] = final["diverged"]
     total["diverged_samples"] = final["diverged_samples"]
-    from plone.pgcatalog import db as pgc_db
+    from plone.pgcatalog.pg import db as pgc_db
     pgc_db.close_pools()
     pgserver.drop_database(dsn)
     if args.storage_dsn != dsn:

@@ -38,7 +38,6 @@ import time
 import psycopg
 import transaction
 
-
 SITE = "plone"
 ADMIN = "admin"
 EDITORS = int(os.environ.get("PGCATALOG_RACE_EDITORS", "4"))
@@ -126,8 +125,9 @@ class Editor(threading.Thread):
         self.conflicts = 0
 
     def run(self):
-        from ZODB.POSException import ConflictError
         from transaction.interfaces import TransientError
+        from ZODB.POSException import ConflictError
+
         from plone.pgcatalog.testing.zopeapp import Request
         while True:
             self.attempts += 1
@@ -280,9 +280,9 @@ def hot_registration(db, checks, figures):
     ``pgc_sync_indexes`` on a catalog without them) fills the hot rows from
     its snapshot while a writer creates and publishes a document: they must
     not both commit (the change counters' hot_epoch), in either order."""
-    from plone.pgcatalog import hot
-    from plone.pgcatalog.fragment import ident
-    from plone.pgcatalog.fragment import q
+    from plone.pgcatalog.pg import hot
+    from plone.pgcatalog.pg.fragment import ident
+    from plone.pgcatalog.pg.fragment import q
     from plone.pgcatalog.testing.zopeapp import Request
 
     def forget(r):
@@ -425,8 +425,8 @@ def prepared_left(dsn):
 
 
 def two_phase_faults(db, dsn, checks):
+    from plone.pgcatalog.pg import db as pgc_db
     from plone.pgcatalog.testing.zopeapp import Request
-    from plone.pgcatalog import db as pgc_db
 
     if not pgc_db.two_phase(dsn):
         # a server without prepared transactions (max_prepared_transactions
@@ -541,7 +541,7 @@ def connection_faults(db, dsn, checks, figures):
 
 
 def in_doubt(db, dsn, checks):
-    from plone.pgcatalog import db as pgc_db
+    from plone.pgcatalog.pg import db as pgc_db
     if not pgc_db.two_phase(dsn):
         return
     # A prepared catalog transaction left behind by a crash is resolved.
@@ -559,8 +559,8 @@ def in_doubt(db, dsn, checks):
 
 def vanished(db, dsn, checks):
     from plone.pgcatalog.errors import CatalogMissing
+    from plone.pgcatalog.pg import store as store_module
     from plone.pgcatalog.testing.zopeapp import Request
-    from plone.pgcatalog import store as store_module
     with psycopg.connect(dsn, autocommit=True) as conn:
         saved = conn.execute("SELECT key FROM pgcatalog_catalogs").fetchall()
         conn.execute("DELETE FROM pgcatalog_catalogs")
@@ -585,6 +585,7 @@ def vanished(db, dsn, checks):
 def editors(db, checks, figures):
     """K editors, random documents of one folder, random actions."""
     from transaction.interfaces import TransientError
+
     from plone.pgcatalog.testing.zopeapp import Request
     with Request(db, SITE, ADMIN, commit=True) as r:
         r.site.invokeFactory("Folder", "busy", title="busy")
@@ -661,7 +662,7 @@ def cache_exactness(db, checks, figures):
     """The result cache on RelStorage: a reader transaction begun after a
     writer's commit never gets an answer from before that commit (two
     readers in a loop, a writer adding one document per transaction)."""
-    from plone.pgcatalog import cache as result_cache
+    from plone.pgcatalog.search import cache as result_cache
     from plone.pgcatalog.testing.zopeapp import Request
     setup_tree(db, "f9")
     query = {"path": "/plone/f9", "portal_type": "Document"}
@@ -721,7 +722,7 @@ def cache_edit_exactness(db, checks, figures):
     and for the folder's documents by type (an index it did not change:
     the answer stays cached, its brains' titles never older than the
     commit)."""
-    from plone.pgcatalog import cache as result_cache
+    from plone.pgcatalog.search import cache as result_cache
     from plone.pgcatalog.testing.zopeapp import Request
     docs = 5
     with Request(db, SITE, ADMIN, commit=True) as r:
@@ -780,10 +781,11 @@ def cache_edit_exactness(db, checks, figures):
 
 
 def run():
+    from relstorage_scenario import make_site
+
     from plone.pgcatalog.testing import pgserver
     from plone.pgcatalog.testing.zopeapp import open_relstorage
     from plone.pgcatalog.testing.zopeapp import start_zope
-    from relstorage_scenario import make_site
 
     dsn = pgserver.fresh_database("pgcatalog_races")
     os.environ["PGCATALOG_DSN"] = dsn
@@ -804,7 +806,7 @@ def run():
     editors(db, checks, figures)
     vanished(db, dsn, checks)
     db.close()
-    from plone.pgcatalog import db as pgc_db
+    from plone.pgcatalog.pg import db as pgc_db
     pgc_db.close_pools()
     pgserver.drop_database(dsn)
     print(json.dumps({"ok": True, "checks": checks, "figures": figures}))

@@ -13,7 +13,6 @@ import threading
 
 import transaction
 
-
 SITE = "plone"
 ADMIN = "admin"
 
@@ -90,8 +89,8 @@ def make_site(db):
 
 def run():
     from plone.pgcatalog.testing import pgserver
-    from plone.pgcatalog.testing.zopeapp import open_relstorage
     from plone.pgcatalog.testing.zopeapp import Request
+    from plone.pgcatalog.testing.zopeapp import open_relstorage
     from plone.pgcatalog.testing.zopeapp import start_zope
 
     dsn = pgserver.fresh_database("pgcatalog_relstorage")
@@ -198,7 +197,7 @@ def run():
     # lock_timeout, then gets a ConflictError (retried by Zope).
     from plone.pgcatalog.errors import CatalogConflictError
     os.environ["PGCATALOG_LOCK_TIMEOUT_MS"] = "500"
-    from plone.pgcatalog import db as pgc_db
+    from plone.pgcatalog.pg import db as pgc_db
     pgc_db.close_pools()
     holding = threading.Event()
     release = threading.Event()

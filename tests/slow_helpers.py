@@ -2,8 +2,9 @@
 import contextlib
 from unittest import mock
 
-from plone.pgcatalog import compiler
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.search import compiler
 
 
 @contextlib.contextmanager
@@ -11,15 +12,16 @@ def slow_searches(seconds):
     """Every search's condition also sleeps ``seconds`` in PostgreSQL (once
     per statement: an uncorrelated sub-select)."""
     original = compiler.conditions_for
+    sleep = q("(SELECT true FROM pg_sleep({}))", float(seconds))
 
-    def conditions_for(catalog, query, qc, hot_conditions=None):
-        conditions = original(catalog, query, qc, hot_conditions)
+    def conditions_for(catalog, query, qc):
+        conditions = original(catalog, query, qc)
         if conditions is not None:
-            conditions.append(q("(SELECT true FROM pg_sleep({}))",
-                                float(seconds)))
-            if hot_conditions is not None:
-                # the hot rows cannot sleep: the entries answer
-                hot_conditions.append(None)
+            # the first condition sleeps too; the hot rows and the text
+            # rows cannot sleep: the entries answer
+            first = conditions[0]
+            conditions[0] = compiler.Condition(
+                first.index, first.iq, and_(first.where, sleep))
         return conditions
 
     with mock.patch.object(compiler, "conditions_for", conditions_for):

@@ -10,15 +10,13 @@ from unittest import mock
 
 import transaction
 
-from plone.pgcatalog import slowlog
+from plone.pgcatalog.search import slowlog
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import snapshot
-
 
 sys.path.insert(0, os.path.dirname(__file__))
 import web_surface_probe as probe  # noqa: E402
 from slow_helpers import slow_searches  # noqa: E402
-
 
 BASE = "/plone/portal_catalog/"
 TABS = ("manage_catalogIndexes", "manage_catalogSchema",
@@ -102,7 +100,7 @@ class TestAdminViews(unittest.TestCase):
         self.assertEqual(rows["portal_type"][1], ["FieldIndex"])
         # the PostgreSQL indexes each uses, with size and state
         registered = self.catalog._pgc_store().rows(
-            __import__("plone.pgcatalog.ddl", fromlist=["x"])
+            __import__("plone.pgcatalog.schema.ddl", fromlist=["x"])
             .select_registered(self.catalog._pgc_cid(), "portal_type"))
         transaction.abort()
         self.assertTrue(registered)

@@ -9,16 +9,15 @@ from unittest import mock
 
 import transaction
 from DateTime import DateTime
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
+from statements import statements
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog.results import Answer
+from plone.pgcatalog.search import cache as result_cache
+from plone.pgcatalog.search.results import Answer
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
-
-from statements import statements
 
 
 def ids(results):
@@ -243,6 +242,7 @@ class TestFillsBesideOtherTransactions(unittest.TestCase):
 
     def test_fills_beside_foreign_transactions(self):
         import psycopg
+
         from plone.pgcatalog.testing import pgserver
         dsn = os.environ["PGCATALOG_DSN"]
         other = pgserver.fresh_database("pgcatalog_other")

@@ -7,22 +7,21 @@ import time
 import unittest
 
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
+from statements import statements
 from ZODB import DB
 from ZODB.FileStorage import FileStorage
 
-from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import changes
-from plone.pgcatalog import store as store_module
-from plone.pgcatalog import textstats
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
+from plone.pgcatalog.pg import store as store_module
+from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg.writer import Upsert
+from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-from plone.pgcatalog.writer import Upsert
-
-from statements import statements
 
 
 def _upsert(idx, meta="{}", full=True, text=None, remove=()):
@@ -403,7 +402,7 @@ class TestTextStatistics(unittest.TestCase):
         self.assertEqual(first.count("LIMIT"), 2)    # alpha, beta
         # + search and scores (one pass over the text rows), metadata
         self.assertEqual(len(sent), 3)
-        with mock.patch("plone.pgcatalog.store.CatalogStore.text_prefetch"):
+        with mock.patch("plone.pgcatalog.pg.textstats.prefetch"):
             alone, sent = self.scores()
         self.assertEqual(len(sent), 5)
         self.assertEqual(found, alone)
@@ -433,7 +432,7 @@ class TestTextStatistics(unittest.TestCase):
         self.assertNotIn("row(count(*)", " ".join(sent))
         # another process's commit changing text: this process's commit
         # count does not move, the counters do
-        with mock.patch("plone.pgcatalog.db.commit_generation",
+        with mock.patch("plone.pgcatalog.pg.db.commit_generation",
                         return_value=-1):
             self.words("alpha")
             self.portal.t0.setTitle("alpha alpha alpha alpha alpha gamma")

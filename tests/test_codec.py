@@ -12,21 +12,21 @@ import orjson
 import psycopg
 import pytest
 import pytz
+from BTrees.IIBTree import IITreeSet
+from BTrees.OOBTree import OOBTree
+from BTrees.OOBTree import OOSet
 from DateTime import DateTime
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from BTrees.IIBTree import IITreeSet
-from BTrees.OOBTree import OOBTree
-from BTrees.OOBTree import OOSet
 from Missing import MV
 from persistent.list import PersistentList
 from persistent.mapping import PersistentMapping
 from zope.i18nmessageid import Message
 
-from plone.pgcatalog import codec
-
+from plone.pgcatalog.codec import allow_class
+from plone.pgcatalog.codec import core as codec
 
 # -- helpers ----------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Point:
         return type(other) is Point and (self.x, self.y) == (other.x, other.y)
 
 
-codec.allow_class(Point)
+allow_class(Point)
 
 
 scalars = st.one_of(

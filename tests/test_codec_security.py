@@ -19,9 +19,10 @@ from Missing import MV
 from persistent.mapping import PersistentMapping
 from zope.i18nmessageid import Message
 
-from plone.pgcatalog import codec
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog import unpickle
+from plone.pgcatalog.codec import allow_class
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.codec import unpickle
+from plone.pgcatalog.pg.fragment import q
 
 
 def tagged(data):
@@ -149,16 +150,16 @@ def test_allow_class_api(caplog):
         data = codec.dumps(value)  # stored, with a warning
     assert "Gadget" in caplog.text
     assert codec.loads(data) == (MV, "x")
-    assert codec.allow_class(__name__, "Gadget") == (__name__, "Gadget")
+    assert allow_class(__name__, "Gadget") == (__name__, "Gadget")
     assert codec.loads(data) == value
     assert codec.loads(codec.dumps(Gadget("h"))) == Gadget("h")
 
 
 def test_allow_class_by_class_object():
-    codec.allow_class(Gadget)
+    allow_class(Gadget)
     assert codec.loads(codec.dumps(Gadget("i"))) == Gadget("i")
     with pytest.raises(TypeError):
-        codec.allow_class(1, 2)
+        allow_class(1, 2)
 
 
 def test_allow_class_by_configuration(monkeypatch):
@@ -192,8 +193,8 @@ class TestPloneSite(unittest.TestCase):
     from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING as layer
 
     def setUp(self):
-        from plone.app.testing import setRoles
         from plone.app.testing import TEST_USER_ID
+        from plone.app.testing import setRoles
         self.portal = self.layer["portal"]
         self.catalog = self.portal.portal_catalog
         setRoles(self.portal, TEST_USER_ID, ["Manager"])

@@ -3,15 +3,20 @@ Plone site's catalog configuration; the plans run against PostgreSQL)."""
 import unittest
 
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
-from plone.pgcatalog import plans
-from plone.pgcatalog.compiler import compile_search
-from plone.pgcatalog.query import batch_window
+from plone.pgcatalog.indexes.context import QueryContext
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.search import plans
+from plone.pgcatalog.search import relevance
+from plone.pgcatalog.search import sorting
+from plone.pgcatalog.search.compiler import compile_search
+from plone.pgcatalog.search.compiler import conditions_for
+from plone.pgcatalog.search.query import batch_window
+from plone.pgcatalog.search.query import make_query
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
-
 
 CASES = [
     # (query, plan class)
@@ -19,34 +24,34 @@ CASES = [
     ({"portal_type": "Document", "b_size": 10}, plans.Page),
     ({"portal_type": "Document", "sort_limit": 5}, plans.Page),
     ({"portal_type": "Document", "sort_on": "sortable_title"},
-     plans.UnlimitedSort),
+     sorting.UnlimitedSort),
     ({"portal_type": "Document", "sort_on": "sortable_title",
       "b_size": 3}, plans.Page),
     ({"portal_type": "Document", "sort_on": ["sortable_title", "created"],
-      "sort_order": ["descending", "ascending"]}, plans.UnlimitedSort),
-    ({"SearchableText": "plone"}, plans.TextRelevance),
+      "sort_order": ["descending", "ascending"]}, sorting.UnlimitedSort),
+    ({"SearchableText": "plone"}, relevance.TextRelevance),
     ({"SearchableText": "plone", "portal_type": "Document"},
-     plans.TextRelevance),
-    ({"SearchableText": "plone", "b_size": 10}, plans.TextRelevance),
+     relevance.TextRelevance),
+    ({"SearchableText": "plone", "b_size": 10}, relevance.TextRelevance),
     ({"SearchableText": "plone", "portal_type": "Document", "b_size": 10},
-     plans.TextRelevance),
+     relevance.TextRelevance),
     ({"SearchableText": "plo*", "portal_type": "Document", "b_size": 10},
-     plans.TextRelevance),
+     relevance.TextRelevance),
     # a glob is its words (the lexicon's), scored as words in the scan
     # (a glob of more than textstats.GLOB_WORDS_MAX words reads more of
-    # the row: scored when a brain is read, plans.Relevance)
+    # the row: scored when a brain is read, relevance.Relevance)
     ({"SearchableText": "plo*", "portal_type": "Document"},
-     plans.TextRelevance),
+     relevance.TextRelevance),
     # two text indexes: the entries
-    ({"SearchableText": "plone", "Title": "plone"}, plans.Relevance),
+    ({"SearchableText": "plone", "Title": "plone"}, relevance.Relevance),
     ({"SearchableText": "plone", "Title": "plone", "b_size": 10},
-     plans.RelevancePage),
+     relevance.RelevancePage),
     ({"SearchableText": "plone", "sort_on": "created", "b_size": 10},
      plans.Page),
     ({"path": "/plone", "sort_on": "getObjPositionInParent"},
-     plans.PythonSorted),
+     sorting.PythonSorted),
     ({"path": "/plone", "sort_on": "getObjPositionInParent",
-      "b_size": 2}, plans.PythonSorted),
+      "b_size": 2}, sorting.PythonSorted),
     ({"portal_type": []}, plans.Empty),           # nothing can match
     ({"no_such_index": 1}, plans.Empty),          # no index takes part
     ({"UID": None}, plans.Empty),
@@ -85,6 +90,35 @@ class TestPlanChoice(unittest.TestCase):
                 expected = self.catalog.unrestrictedSearchResults(**query)
                 self.assertEqual([b.getPath() for b in got],
                                  [b.getPath() for b in expected])
+
+    def conditions(self, query):
+        catalog = self.catalog._catalog
+        qc = QueryContext(catalog, self.store.cid)
+        return conditions_for(catalog, make_query(catalog, query), qc), qc
+
+    def test_each_condition_is_one_value(self):
+        # one Condition per index taking part: its query, its condition
+        # over the entries, its form over the hot row and its text row
+        conditions, qc = self.conditions({
+            "SearchableText": "plone", "portal_type": "Document",
+            "path": "/plone/d1"})
+        by_name = {c.index.getId(): c for c in conditions}
+        self.assertEqual(set(by_name),
+                         {"SearchableText", "portal_type", "path"})
+        text = by_name["SearchableText"]
+        self.assertEqual(qc.text_rows, [text.text])
+        self.assertIsNone(text.hot_form)    # no hot form: the text row's
+        for name in ("portal_type", "path"):
+            self.assertIsNone(by_name[name].text)
+            self.assertEqual(by_name[name].iq.keys[0],
+                             {"portal_type": "Document",
+                              "path": "/plone/d1"}[name])
+        self.assertIsInstance(by_name["path"].hot_form, hot.OnPath)
+        self.assertTrue(by_name["path"].on_path)
+        self.assertFalse(by_name["portal_type"].on_path)
+        # nothing can match, no index takes part: no conditions
+        self.assertIsNone(self.conditions({"portal_type": []})[0])
+        self.assertIsNone(self.conditions({"no_such_index": 1})[0])
 
     def test_statements_carry_their_parameters(self):
         # every value is a parameter: a placeholder for each, in order

@@ -14,7 +14,6 @@ import unittest
 from unittest import mock
 
 import transaction
-
 from plone.registry.interfaces import IRegistry
 from zope.component import getUtility
 
@@ -23,10 +22,8 @@ from plone.pgcatalog import settings as site_settings
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 
-
 sys.path.insert(0, os.path.dirname(__file__))
 import web_surface_probe as probe  # noqa: E402
-
 
 URL = "/plone/@@pgcatalog-controlpanel"
 TOKEN = probe.AUTHENTICATOR
@@ -112,7 +109,7 @@ class TestControlPanel(unittest.TestCase):
         session = self.catalog._pgc_store().session
         self.assertEqual((session.timeout_ms, session.slow_ms), (750, 20))
         self.assertEqual(self.catalog._pgc_store().value(
-            __import__("plone.pgcatalog.fragment", fromlist=["q"]).q(
+            __import__("plone.pgcatalog.pg.fragment", fromlist=["q"]).q(
                 "SELECT current_setting('statement_timeout')")), "750ms")
         transaction.abort()
         status, _, body = self.get()

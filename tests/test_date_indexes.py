@@ -12,6 +12,7 @@ import random
 import types
 
 import orjson
+import Products.CMFPlone.patches  # noqa: F401  (dateIndexPatch, as in Plone)
 import psycopg
 import pytest
 import pytz
@@ -22,29 +23,25 @@ from DateTime import DateTime
 from plone.event.utils import dt2int
 from Products.DateRecurringIndex.index import DateRecurringIndex
 from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
-from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import \
-    DateRangeIndex
+from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
 from Products.PluginIndexes.interfaces import IDateRangeIndex
 from Products.ZCatalog.query import IndexQuery
 
-import Products.CMFPlone.patches  # noqa: F401  (dateIndexPatch, as in Plone)
-from plone.pgcatalog import migrations
-from plone.pgcatalog import schema
-from plone.pgcatalog.fragment import Fragment
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
-from plone.pgcatalog.fragment import Fragment
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import join
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.date import PGDateIndex
 from plone.pgcatalog.indexes.daterange import PGDateRangeIndex
 from plone.pgcatalog.indexes.daterecurring import PGDateRecurringIndex
-from plone.pgcatalog.store import CatalogStore
+from plone.pgcatalog.pg.fragment import Fragment
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.pg.store import CatalogStore
+from plone.pgcatalog.schema import migrations
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.testing.pgserver import drop_database
 from plone.pgcatalog.testing.pgserver import fresh_database
-
 
 N_OBJECTS = 400
 ZONES = ["UTC", "GMT+2", "GMT-5", "Europe/Vienna", "US/Eastern",

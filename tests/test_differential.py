@@ -70,29 +70,22 @@ import time
 import unittest
 from collections import Counter
 
-from plone.app.testing import IntegrationTesting
 from plone.app.testing import login
 from plone.app.testing import logout
-from plone.app.testing import PloneSandboxLayer
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 
-from plone.pgcatalog.testing import CatalogStateLayerMixin
-from plone.pgcatalog.testing import PGCATALOG_FIXTURE
 
 
 sys.path.insert(0, os.path.dirname(__file__))
 import differential_content as content  # noqa: E402
 import differential_queries as queries  # noqa: E402
+from differential_layer import DIFFERENTIAL_TESTING  # noqa: E402
 
 
 #: the seeds of the queries and of the content; other seeds explore other
 #: queries over other content (``DIFFERENTIAL_QUERY_SEED=7
 #: DIFFERENTIAL_CONTENT_SEED=7007 python -m pytest tests/test_differential.py``)
 QUERY_SEED = int(os.environ.get("DIFFERENTIAL_QUERY_SEED") or 4711)
-CONTENT_SEED = int(os.environ.get("DIFFERENTIAL_CONTENT_SEED")
-                   or content.SEED)
 #: queries generated per category (asserted: the project note quotes them)
 EXPECTED_COUNTS = {
     "field": 450, "keyword": 380, "date": 380, "daterange": 120,
@@ -108,26 +101,6 @@ REPORT_LIMIT = 20
 VERBOSE = bool(os.environ.get("DIFFERENTIAL_VERBOSE"))
 
 
-class DifferentialFixture(CatalogStateLayerMixin, PloneSandboxLayer):
-    """The content tree, catalogued by portal_catalog and the reference."""
-
-    defaultBases = (PGCATALOG_FIXTURE,)
-
-    def setUpPloneSite(self, portal):
-        setRoles(portal, TEST_USER_ID, ["Manager"])
-        login(portal, TEST_USER_NAME)
-        for user in content.USERS:
-            portal.acl_users.userFolderAddUser(user, "secret", ["Member"],
-                                               [])
-        content.build_content(portal, seed=CONTENT_SEED)
-        content.build_reference(portal)
-        setRoles(portal, TEST_USER_ID, ["Member"])
-        logout()
-
-
-DIFFERENTIAL_FIXTURE = DifferentialFixture()
-DIFFERENTIAL_TESTING = IntegrationTesting(
-    bases=(DIFFERENTIAL_FIXTURE,), name="PGCatalog:Differential")
 
 
 _cache = {}

@@ -40,7 +40,7 @@ from plone.pgcatalog.toolapi.searching import secured  # the deliberate differen
 sys.path.insert(0, os.path.dirname(__file__))
 import differential_content as content  # noqa: E402
 import differential_queries as queries  # noqa: E402
-from test_differential import DIFFERENTIAL_TESTING  # noqa: E402
+from differential_layer import DIFFERENTIAL_TESTING  # noqa: E402
 
 
 #: examples per hypothesis test (the whole module: a few thousand)

@@ -13,33 +13,27 @@ import unittest
 import unittest.mock
 
 import transaction
-from plone.app.testing import login
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
-from plone.app.testing import TEST_USER_NAME
 from DateTime import DateTime
 from Products.CMFCore.indexing import processQueue
-
+from statements import search_part
+from catalog_cases import ManagerWithoutCache
+from statements import statements
 from ZODB.POSException import ConflictError
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import compiler
-from plone.pgcatalog import hot
-from plone.pgcatalog import plans
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
-from plone.pgcatalog import db
-from plone.pgcatalog import lazy
-from plone.pgcatalog import lists
-from plone.pgcatalog import textstats
 from plone.pgcatalog.indexes.text import scoring
-from plone.pgcatalog import verifystore
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
-from statements import search_part
-from statements import statements
-
+from plone.pgcatalog.ops import verifystore
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.search import cache as result_cache
+from plone.pgcatalog.search import compiler
+from plone.pgcatalog.search import lazy
+from plone.pgcatalog.search import plans
+from plone.pgcatalog.search import relevance
 
 HOT_NAMES = ("portal_type", "review_state", "allowedRolesAndUsers",
              "Subject", "effectiveRange", "is_default_page")
@@ -155,28 +149,6 @@ COLD = (
     # the range alone: entries without a key have no hot row
     {"effectiveRange": NOW},
 )
-
-
-class ManagerWithoutCache(unittest.TestCase):
-    """A Manager on the functional layer's site, the result cache off
-    (each answer read from PostgreSQL)."""
-
-    layer = PGCATALOG_FUNCTIONAL_TESTING
-
-    def setUp(self):
-        self._cache = os.environ.get("PGCATALOG_CACHE")
-        os.environ["PGCATALOG_CACHE"] = "off"
-        self.addCleanup(self._restore_cache)
-        self.portal = self.layer["portal"]
-        setRoles(self.portal, TEST_USER_ID, ["Manager"])
-        login(self.portal, TEST_USER_NAME)
-        self.catalog = self.portal.portal_catalog
-
-    def _restore_cache(self):
-        if self._cache is None:
-            os.environ.pop("PGCATALOG_CACHE", None)
-        else:
-            os.environ["PGCATALOG_CACHE"] = self._cache
 
 
 def kept_count(query):
@@ -542,7 +514,8 @@ class TestHotKeys(ManagerWithoutCache):
         # fails with a serialization failure (a ConflictError, retried
         # from a snapshot that sees the set); one that sees it reads it
         import psycopg
-        from plone.pgcatalog import dberrors
+
+        from plone.pgcatalog.pg import dberrors
         cid = self.store.cid
         keys = [hot.key(hot.code(self.index("portal_type"), cid),
                         "A type no entry has %s" % id(self))]
@@ -945,7 +918,7 @@ class TestHotRegistrationConflicts(unittest.TestCase):
 
 class TestTextRows(ManagerWithoutCache):
     """A text search with no other condition is matched and scored from
-    the text rows alone (plans.TextRelevance): the same answer, scores and
+    the text rows alone (relevance.TextRelevance): the same answer, scores and
     relevance order as through the entries."""
 
     def setUp(self):
@@ -966,7 +939,7 @@ class TestTextRows(ManagerWithoutCache):
     def test_a_page_by_relevance_comes_with_its_brains(self):
         # a page of a search by relevance reads its brains' metadata with
         # the matches: rendering it sends nothing more (every match: the
-        # first window is read when a brain is, plans.TextRelevance)
+        # first window is read when a brain is, relevance.TextRelevance)
         for query in ({"SearchableText": "apple", "b_size": 2},
                       {"SearchableText": "apple", "b_size": 2, "b_start": 2},
                       {"SearchableText": "apple", "path": "/plone",
@@ -1138,7 +1111,7 @@ class TestTextRows(ManagerWithoutCache):
         # word by word, then kept by the entries (the hot conditions first
         # kept by the hot rows): each match looked up, or among the
         # entries meeting the conditions, hashed, as the costs say
-        # (plans.entries_hashed); the same answers as row by row
+        # (relevance.entries_hashed); the same answers as row by row
         union = "apple OR banana OR durian"
         hashed = {"ENTRY_LOOKUP_US": 1e9, "ENTRY_HASHED_US": 1.0}
         # looked up: by the costs, or by a hash too big for memory
@@ -1156,7 +1129,7 @@ class TestTextRows(ManagerWithoutCache):
             for costs in (looked_up, hashed, too_big):
                 with unittest.mock.patch.object(scoring, "ROW_SCORE_US",
                                                 1e9), \
-                        unittest.mock.patch.multiple(plans, **costs):
+                        unittest.mock.patch.multiple(relevance, **costs):
                     got, sent = statements(self.catalog,
                                            lambda: self.full(query))
                 self.assertEqual(got, expected, (extra, costs))
@@ -1277,7 +1250,7 @@ class TestTextRows(ManagerWithoutCache):
 
 class TestFirstBrains(ManagerWithoutCache):
     """An every-match answer sorted in PostgreSQL reads its first brains'
-    metadata with its matches (plans.UnlimitedSort, ``first``): a listing
+    metadata with its matches (sorting.UnlimitedSort, ``first``): a listing
     that renders its first page sends one statement; brains past the first
     window are read as before."""
 

@@ -119,9 +119,13 @@ class Load:
         self.threads.append(threading.Thread(target=self.write))
 
     def keep(self, client, status, body):
+        if status >= 500:
+            # the traceback of an error page, where there is one
+            start = max(body.find("Traceback"), 0)
+            body = body[start:start + 4000]
         with self.lock:
             self.answers.append((time.monotonic(), client, status,
-                                 body[:2000]))
+                                 body[:4000]))
 
     def search(self, n):
         words = ("steady", "document", "restart%d" % n)

@@ -21,21 +21,21 @@ import unittest
 
 import psycopg
 import transaction
-from plone.app.testing import login
-from plone.app.testing import logout
-from plone.app.testing import setRoles
 from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
 
-from plone.pgcatalog import db
-from plone.pgcatalog import ddl
-from plone.pgcatalog import planstats
-from plone.pgcatalog.compiler import compile_search
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.config import get_dsn
 from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import ddl
+from plone.pgcatalog.schema import planstats
+from plone.pgcatalog.search.compiler import compile_search
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool

@@ -18,23 +18,21 @@ import unittest
 
 import transaction
 from DateTime import DateTime
-from plone.app.testing import login
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import setRoles
 from Products.DateRecurringIndex.index import DateRecurringIndex
 from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
 from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
-from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import \
-    DateRangeIndex
+from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 from Products.PluginIndexes.UUIDIndex.UUIDIndex import UUIDIndex
 from Products.ZCatalog.ZCatalog import ZCatalog
 
-from plone.pgcatalog import db
+from plone.pgcatalog.pg import db
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 #: the hostile parts of the names (each kind gets all of them)
 HOSTILE = (

@@ -12,19 +12,18 @@ import types
 import unittest
 
 import transaction
-from plone.app.testing import login
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import setRoles
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 from Products.ZCatalog.ZCatalog import ZCatalog
 from zope.i18nmessageid import MessageFactory
 
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.common import dumps
 from plone.pgcatalog.indexes.common import stored
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 _ = MessageFactory("plone")
 

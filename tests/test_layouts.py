@@ -3,12 +3,11 @@ layout, column names stored once per layout."""
 import transaction
 from Missing import MV
 from Products.CMFCore.indexing import processQueue
-
-from plone.pgcatalog import codec
-from plone.pgcatalog.fragment import q
-
 from statements import statements
-from test_hot import ManagerWithoutCache
+from catalog_cases import ManagerWithoutCache
+
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.pg.fragment import q
 
 
 class TestLayouts(ManagerWithoutCache):

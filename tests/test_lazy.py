@@ -12,20 +12,21 @@ import time
 import psycopg
 import transaction
 from Products.CMFCore.indexing import processQueue
-from ZTUtils.Lazy import LazyCat
-
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import db
-from plone.pgcatalog import estimates
-from plone.pgcatalog import lazy
-from plone.pgcatalog import store as store_module
-from plone.pgcatalog.errors import AnswerLost
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.errors import CatalogStatementError
-
 from statements import search_part
 from statements import statements
-from test_hot import ManagerWithoutCache
+from catalog_cases import ManagerWithoutCache
+from ZTUtils.Lazy import LazyCat
+
+from plone.pgcatalog.errors import AnswerLost
+from plone.pgcatalog.errors import CatalogStatementError
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import estimates
+from plone.pgcatalog.pg import outside as outside_entries
+from plone.pgcatalog.pg import store as store_module
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
+from plone.pgcatalog.search import cache as result_cache
+from plone.pgcatalog.search import lazy
 
 
 def rest_read(sent):
@@ -195,7 +196,7 @@ class TestLazyAnswers(LazyCase):
         store = self.catalog._pgc_store()
         expected = store.execute(q(
             "SELECT array_agg(e.rid ORDER BY e.rid) FROM {} WHERE e.cid = "
-            "{}", store_module.ENTRIES, store.cid)).fetchone()[0]
+            "{}", schema.FROM_ENTRIES, store.cid)).fetchone()[0]
         self.assertGreater(len(expected), 9)
         found, sent = statements(self.catalog,
                                  lambda: self.search(path="/plone"))
@@ -330,7 +331,7 @@ class TestLazyAnswers(LazyCase):
     def test_the_head_is_walked_once_with_its_metadata(self):
         # the head's statement with its first brains' metadata: the walk
         # (a LIMIT of the head) runs once, not again for the metadata
-        from plone.pgcatalog.compiler import compile_search
+        from plone.pgcatalog.search.compiler import compile_search
         processQueue()
         store = self.catalog._pgc_store()
         lazy.WHOLE = -1
@@ -506,7 +507,7 @@ class TestSubtreeAlone(LazyCase):
         outside = "/elsewhere" + top[len("/plone"):] + "/d1"
         self.assertTrue(outside.startswith("/elsewhere/lz/"))
         self.catalog.catalog_object(self.portal.lz.d1, uid=outside)
-        self.addCleanup(store_module._OUTSIDE.clear)
+        self.addCleanup(outside_entries.forget)
         found, sent = statements(self.catalog, lambda: self.paths(
             self.search(path=top)))
         self.assertEqual(found, sorted(expected + [outside]))
@@ -574,7 +575,7 @@ class TestSubtreeAlone(LazyCase):
         # an entry outside the site whose components below it match
         outside = "/elsewhere" + top[len("/plone"):] + "/d1"
         self.catalog.catalog_object(self.portal.lz.d1, uid=outside)
-        self.addCleanup(store_module._OUTSIDE.clear)
+        self.addCleanup(outside_entries.forget)
         found, sent = statements(self.catalog, lambda: self.paths(
             self.search(path=top, portal_type="Document")))
         self.assertEqual(found, sorted(documents + [outside]))

@@ -11,19 +11,18 @@ import types
 import unittest
 
 import transaction
-from plone.app.testing import login
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 from Products.ZCatalog.ZCatalog import ZCatalog
 
-from plone.pgcatalog import lists
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 NAME = "long kw"
 #: with LONG_LIST at 30 bytes, d1, d2, d3 and d5 hold long lists (d1 and d5

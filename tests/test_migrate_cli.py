@@ -12,8 +12,8 @@ import textwrap
 import psycopg
 import pytest
 
-from plone.pgcatalog import migrations
 from plone.pgcatalog.cli import migrate
+from plone.pgcatalog.schema import migrations
 from plone.pgcatalog.testing import pgserver
 
 

@@ -17,21 +17,20 @@ from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.ZCatalog.query import IndexQuery
 from Products.ZCatalog.ZCatalog import ZCatalog
 
-from plone.pgcatalog.testing import pgserver
-from plone.pgcatalog import hot
-from plone.pgcatalog import migrations
-from plone.pgcatalog import schema
 from plone.pgcatalog.catalog import CatalogConfig
-from plone.pgcatalog.fragment import TRUE
-from plone.pgcatalog.fragment import Fragment
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import kind_for
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.path import PGExtendedPathIndex
 from plone.pgcatalog.indexes.path.predicates import outside_tree
-
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg.fragment import TRUE
+from plone.pgcatalog.pg.fragment import Fragment
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import migrations
+from plone.pgcatalog.schema import tables as schema
+from plone.pgcatalog.testing import pgserver
 
 NASTY = ["a_b", "a%b", "a b", "x~y", "p(1)", "n#1", "c+d", "e@f",
          "++conversation++default", "123", "a-1", "a.txt", "a0", "a!"]

@@ -8,10 +8,9 @@ import unittest
 from unittest import mock
 
 from plone.pgcatalog import config
-from plone.pgcatalog import db
 from plone.pgcatalog.errors import ConfigurationError
+from plone.pgcatalog.pg import db
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 WORKERS = "PGCATALOG_PARALLEL_WORKERS"
 COST = "PGCATALOG_RANDOM_PAGE_COST"

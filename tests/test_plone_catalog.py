@@ -5,18 +5,18 @@ import transaction
 from Acquisition import aq_base
 from DateTime import DateTime
 from Missing import MV
-from plone.app.testing import login
-from plone.app.testing import logout
-from plone.app.testing import setRoles
 from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.ZCatalog.interfaces import IZCatalog
 from zope.component import getUtility
 from ZTUtils.Lazy import LazyMap
 
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
@@ -411,6 +411,7 @@ class TestTransactions(unittest.TestCase):
         # The value comes from an indexer reading a volatile attribute, so
         # the ZODB itself never sees it.
         import threading
+
         from plone.indexer import indexer
         from Products.CMFCore.interfaces import IContentish
         from zope.component import getGlobalSiteManager
@@ -499,7 +500,9 @@ class TestTransactions(unittest.TestCase):
         catalog without change counters (the generation still moves with
         the stamp, or the snapshots would disagree)."""
         import json
+
         import psycopg
+
         from plone.pgcatalog import config
         from plone.pgcatalog.changes import Changes
         cid = self.catalog._pgc_cid()
@@ -655,7 +658,7 @@ class TestPagedResults(unittest.TestCase):
         # plans.SMALL_WITH_METADATA matches read their brains' metadata
         # in the search statement, and so do the first brains of a listing
         # sorted in PostgreSQL; other answers by windows, after it
-        from plone.pgcatalog import plans
+        from plone.pgcatalog.search import plans
         catalog = self.catalog
         portal = self.layer["portal"]
         uid = portal.d03.UID()

@@ -14,17 +14,17 @@ import uuid
 
 import psycopg
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.conninfo import make_conninfo
-from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 
-from plone.pgcatalog import db
-from plone.pgcatalog import ddl
 from plone.pgcatalog.cli import migrate
 from plone.pgcatalog.errors import SchemaError
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.schema import ddl
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
 

@@ -5,22 +5,22 @@ import time
 import unittest
 
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 from Testing.makerequest import makerequest
 from ZODB.POSException import ConflictError
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import codec
-from plone.pgcatalog import db
-from plone.pgcatalog import mirror as mirror_module
 from plone.pgcatalog.buildstate import DONE
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.rebuild import BuildError
-from plone.pgcatalog.rebuild import OnlineRebuild
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.ops import mirror as mirror_module
+from plone.pgcatalog.ops.rebuild import BuildError
+from plone.pgcatalog.ops.rebuild import OnlineRebuild
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
 

@@ -1,5 +1,5 @@
 """The catalog tables: the baseline, the steps after it, and who may apply
-them (``plone.pgcatalog.migrations``, ``db.check_schema``).
+them (``plone.pgcatalog.schema.migrations``, ``db.check_schema``).
 
 tests/old_schemas holds the tables of every released schema version
 (frozen by tests/old_schemas/freeze.py) with a few rows: each is loaded into
@@ -19,11 +19,10 @@ import psycopg
 import pytest
 
 from plone.pgcatalog import __version__
-from plone.pgcatalog import db
-from plone.pgcatalog import migrations
 from plone.pgcatalog.errors import SchemaError
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.schema import migrations
 from plone.pgcatalog.testing import pgserver
-
 
 OLD_SCHEMAS = sorted(glob.glob(os.path.join(
     os.path.dirname(__file__), "old_schemas", "v*.sql")))

@@ -19,19 +19,19 @@ import unittest
 
 import psycopg
 import transaction
-from plone.app.testing import login
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import setRoles
 from ZODB.POSException import ConflictError
 
-from plone.pgcatalog import cache as result_cache
 from plone.pgcatalog import config
-from plone.pgcatalog import db
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.writer import Upsert
+from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-from plone.pgcatalog.writer import Upsert
 
 
 def ids(results):

@@ -14,31 +14,29 @@ import unittest
 import transaction
 from AccessControl import Unauthorized
 from AccessControl.ZopeGuards import guarded_getattr
+from plone.app.testing import PLONE_FIXTURE
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import PloneSandboxLayer
 from plone.app.testing import applyProfile
 from plone.app.testing import login
 from plone.app.testing import logout
-from plone.app.testing import PLONE_FIXTURE
-from plone.app.testing import PloneSandboxLayer
 from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
-from plone.app.testing import TEST_USER_NAME
 from Products.CMFCore.indexing import processQueue
 from Products.CMFPlone.CatalogTool import CatalogTool
 from Products.ZCatalog.ZCatalog import ZCatalog
 
 import plone.pgcatalog
-from plone.pgcatalog import shadow
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.pg.writer import DELETE
 from plone.pgcatalog.setuphandlers import uninstall
 from plone.pgcatalog.testing import CatalogStateLayerMixin
 from plone.pgcatalog.testing.layers import PGCATALOG_DATABASE
 from plone.pgcatalog.testing.layers import PGCatalogFunctionalTesting
 from plone.pgcatalog.tool import PGCatalogTool
-from plone.pgcatalog.writer import DELETE
-
 
 sys.path.insert(0, os.path.dirname(__file__))
 import web_surface_probe as probe  # noqa: E402
-
 
 BEFORE = tuple("before-%d" % n for n in range(6))
 TOKEN = probe.AUTHENTICATOR

@@ -9,20 +9,18 @@ import unittest
 from unittest import mock
 
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
 from plone.pgcatalog import config
-from plone.pgcatalog import slowlog
 from plone.pgcatalog.errors import CatalogStatementTimeout
 from plone.pgcatalog.errors import ConfigurationError
+from plone.pgcatalog.search import slowlog
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slow_helpers import slow_searches  # noqa: E402
-
 
 ENV = "PGCATALOG_SLOW_QUERY_MS"
 

@@ -17,17 +17,17 @@ import transaction
 from AccessControl.SecurityManagement import newSecurityManager
 from AccessControl.SecurityManagement import noSecurityManager
 from Acquisition import aq_base
-from plone.app.testing import setRoles
 from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 from Testing.makerequest import makerequest
 from ZODB.POSException import ReadConflictError
 from zope.component.hooks import getSite
 from zope.component.hooks import setSite
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import consistency
+from plone.pgcatalog.pg import consistency
+from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
 

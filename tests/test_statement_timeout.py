@@ -16,22 +16,20 @@ from unittest import mock
 
 import psycopg
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
 from plone.pgcatalog import config
-from plone.pgcatalog import db
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import CatalogStatementTimeout
 from plone.pgcatalog.errors import ConfigurationError
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
-
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slow_helpers import slow_searches  # noqa: E402
-
 
 ENV = "PGCATALOG_STATEMENT_TIMEOUT_MS"
 

@@ -24,20 +24,19 @@ from Products.ZCTextIndex.ParseTree import QueryError
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 
-from plone.pgcatalog.testing import pgserver
-from plone.pgcatalog import migrations
-from plone.pgcatalog import schema
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.indexes import text
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.text import PGZCTextIndex
 from plone.pgcatalog.indexes.text import querytree
 from plone.pgcatalog.indexes.text import scoring
-
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import migrations
+from plone.pgcatalog.schema import tables as schema
+from plone.pgcatalog.testing import pgserver
 
 NAMES = ("SearchableText", "Description", "Title")
 
@@ -231,7 +230,7 @@ class LexiconStore:
 def lexicon_context(env, qc):
     """``qc`` with the lexicon's glob words and exact document frequencies
     (what the tool's store gives the compiler)."""
-    from plone.pgcatalog import textstats
+    from plone.pgcatalog.pg import textstats
     store = LexiconStore(env)
     qc.text_words = lambda name, prefix, regex: textstats._read_words(
         store, env["pg"][name], prefix, regex)
@@ -830,7 +829,7 @@ def test_a_glob_of_every_word_with_its_prefix_is_matched_by_it(env):
 
 
 def textstats_words(env, prefix):
-    from plone.pgcatalog import textstats
+    from plone.pgcatalog.pg import textstats
     return textstats._read_words(LexiconStore(env),
                                  env["pg"]["SearchableText"], prefix)
 
@@ -893,7 +892,8 @@ def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
 def test_word_by_word_when_no_word_is_here(env):
     """A union whose words no document of this catalog and index holds (a
     shared lexicon's words of another): no match, nothing read."""
-    from plone.pgcatalog.indexes.text.querytree import _Or, _Word
+    from plone.pgcatalog.indexes.text.querytree import _Or
+    from plone.pgcatalog.indexes.text.querytree import _Word
     qc = QueryContext()
     qc.cid = env["cid"]
     qc.text_df = lambda name, tsquery: 0

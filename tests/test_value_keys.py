@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from DateTime import DateTime
 
-from plone.pgcatalog import codec
-from plone.pgcatalog import migrations
-from plone.pgcatalog import schema
+from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.indexes import common
+from plone.pgcatalog.schema import migrations
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.testing import pgserver
 
 

@@ -3,19 +3,20 @@ the catalog and the ZODB is planted on a real Plone site, found by the
 verifier under its kind, and repaired; a clean site verifies clean."""
 import unittest
 
-from plone.app.testing import login
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
-from plone.pgcatalog import hot
-from plone.pgcatalog import lists
-from plone.pgcatalog import schema
-from plone.pgcatalog import verify
-from plone.pgcatalog import verifystore
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.ops import verify
+from plone.pgcatalog.ops import verifyreport
+from plone.pgcatalog.ops import verifystore
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
 
 
@@ -50,7 +51,7 @@ class VerifyCase(unittest.TestCase):
     def assertFound(self, report, expected):
         """``expected``: {kind: [path, ...]} of every difference."""
         found = {k: sorted(p for p, _ in report.samples[k])
-                 for k in verify.KINDS if report.counts[k]}
+                 for k in verifyreport.KINDS if report.counts[k]}
         self.assertEqual(found, {k: sorted(v) for k, v in expected.items()})
         self.assertEqual(report.errors, 0, report.error_samples)
 
@@ -303,7 +304,7 @@ class TestVerify(VerifyCase):
             ident(schema.WORDS)))]
         self.write("DELETE FROM {} WHERE starts_with(word, 'abou')",
                    ident(schema.WORDS))
-        from plone.pgcatalog import textstats
+        from plone.pgcatalog.pg import textstats
         textstats.forget()
         self.assertEqual(list(self.catalog.unrestrictedSearchResults(glob)),
                          [])

@@ -13,14 +13,13 @@ import unittest.mock
 
 import psycopg
 import transaction
-from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
 from plone.pgcatalog.cli import verify as cli
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import pgserver
-
 
 HERE = os.path.dirname(__file__)
 
@@ -92,7 +91,7 @@ class TestRun(unittest.TestCase):
     def test_repair_conflicts_with_a_concurrent_edit(self):
         from ZODB.POSException import ConflictError
 
-        from plone.pgcatalog import verify
+        from plone.pgcatalog.ops import verify
         self.portal.c1.title = "Changed behind the catalog's back"
         transaction.commit()
         report = verify.verify(self.catalog, repair=True)
@@ -118,7 +117,7 @@ class TestRun(unittest.TestCase):
         self.assertTrue(verify.verify(self.catalog).clean)
 
     def test_a_conflicting_batch_is_undone_and_reported(self):
-        from plone.pgcatalog import verify
+        from plone.pgcatalog.ops import verify
         self.portal.c1.title = "Changed behind the catalog's back"
         transaction.commit()
         original = verify.read_current

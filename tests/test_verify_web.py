@@ -13,14 +13,13 @@ from AccessControl import Unauthorized
 from AccessControl.ZopeGuards import guarded_getattr
 from plone.app.testing import logout
 
-from plone.pgcatalog import verify
+from plone.pgcatalog.ops import verify
+from plone.pgcatalog.ops import verifyreport
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import snapshot
 
-
 sys.path.insert(0, os.path.dirname(__file__))
 import web_surface_probe as probe  # noqa: E402
-
 
 PUBLIC = "/plone/" + probe.PUBLIC_ID
 PRIVATE = "/plone/" + probe.PRIVATE_ID
@@ -38,7 +37,7 @@ class TestVerifyTab(unittest.TestCase):
         self.catalog = self.portal.portal_catalog
         self.client = probe.make_client(self.layer["app"])
         self.env = {}
-        verify.forget_reports()
+        verifyreport.forget_reports()
 
     def tearDown(self):
         for name, value in self.env.items():
@@ -148,7 +147,7 @@ class TestVerifyTab(unittest.TestCase):
         report.add("orphan", "/plone/gone", "nothing at this path")
         report.add_error("/plone/broken", "RuntimeError: <b>boom</b>")
         report.repaired = 1
-        verify.remember(self.catalog, report.finish())
+        verifyreport.remember(self.catalog, report.finish())
         status, _, body = self.get()
         self.assertEqual(status, 200)
         text = " ".join(body.split())

@@ -1,13 +1,13 @@
 """The writer's folding of buffered operations (pure Python: what reaches
 PostgreSQL for an entry after any sequence of catalog / uncatalog calls in
 one transaction), and the lazy metadata of partial reindexes."""
-from plone.pgcatalog.writer import CLAIMED_DELETE
-from plone.pgcatalog.writer import DELETE
-from plone.pgcatalog.writer import Upsert
-from plone.pgcatalog.writer import fold
-from plone.pgcatalog.writer import lazy_metadata
-from plone.pgcatalog.writer import resolve_metadata
-from plone.pgcatalog.writer import split_path
+from plone.pgcatalog.pg.writer import CLAIMED_DELETE
+from plone.pgcatalog.pg.writer import DELETE
+from plone.pgcatalog.pg.writer import Upsert
+from plone.pgcatalog.pg.writer import fold
+from plone.pgcatalog.pg.writer import lazy_metadata
+from plone.pgcatalog.pg.writer import resolve_metadata
+from plone.pgcatalog.pg.writer import split_path
 
 
 def full(meta="m", **values):

@@ -7,10 +7,11 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-
 from shared import log
 
-from .common import PLAN_VERSION, source_key, source_state
+from .common import PLAN_VERSION
+from .common import source_key
+from .common import source_state
 
 
 def private_server(directory, max_locks):
@@ -80,7 +81,7 @@ def named_database(server, name, reuse):
 
 def stored_schema_version(dsn):
     """The plone.pgcatalog schema version of the stored catalog."""
-    from plone.pgcatalog import migrations
+    from plone.pgcatalog.schema import migrations
     try:
         with psycopg.connect(dsn, autocommit=True) as pg:
             state = migrations.read_state(pg)
@@ -109,7 +110,7 @@ def stored_build(dsn, backend, scale, seed, any_source=False):
              % (backend, scale))
         return None
     if backend == "pgcatalog" and any_source:
-        from plone.pgcatalog.migrations import SCHEMA_VERSION
+        from plone.pgcatalog.schema.migrations import SCHEMA_VERSION
         version = stored_schema_version(dsn)
         if version != SCHEMA_VERSION:
             log("%s %d: stored catalog has schema version %s, not %s: "

@@ -6,9 +6,8 @@ import sys
 import time
 
 import psycopg
-from Products.GenericSetup.registry import _profile_registry
-
 import shared
+from Products.GenericSetup.registry import _profile_registry
 
 from .measure import measure_mixed
 from .measure import measure_queries
@@ -60,7 +59,7 @@ def run_backend(args):
     if with_pg:
         # imported here: the ZCatalog backend's process has no
         # plone.pgcatalog configuration to read
-        from plone.pgcatalog import cache as result_cache
+        from plone.pgcatalog.search import cache as result_cache
         result["result_cache"] = result_cache.stats()
     profile = profile_queries(db, args) if args.profile else None
     result["mixed"] = measure_mixed(db, args, [d["id"] for d in plan["docs"]])

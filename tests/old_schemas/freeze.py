@@ -12,8 +12,7 @@ version must upgrade to the current one and keep its rows.
 import os
 
 from plone.pgcatalog import __version__
-from plone.pgcatalog import migrations
-
+from plone.pgcatalog.schema import migrations
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -17,7 +17,7 @@
 -- Every row is scoped by its catalog (`cid`): several Plone sites may share
 -- one database.  Per-index PostgreSQL indexes (pgcatalog_x_*) are not here:
 -- the index kinds describe them and the catalog builds them as indexes are
--- added (plone.pgcatalog.ddl, registered in pgcatalog_indexes).
+-- added (plone.pgcatalog.schema.ddl, registered in pgcatalog_indexes).
 
 
 -- == bookkeeping ==========================================================
@@ -84,7 +84,7 @@ CREATE UNIQUE INDEX pgcatalog_entries_path
     ON pgcatalog_entries (cid, path) INCLUDE (depth, rid);
 CREATE INDEX pgcatalog_entries_depth ON pgcatalog_entries (cid, depth);
 -- the parent's path: everything before the last "/", or '' when that is
--- the first character or there is none (plone.pgcatalog.schema.parent_sql)
+-- the first character or there is none (plone.pgcatalog.schema.tables.parent_sql)
 CREATE INDEX pgcatalog_entries_parent ON pgcatalog_entries (cid, (
     (CASE WHEN strpos(path, '/') > 0
                AND length(path) - strpos(reverse(path), '/') > 0
@@ -220,7 +220,7 @@ CREATE INDEX pgcatalog_hot_free_sets_keys
 
 -- A JSON value's sort key: text whose byte order ("C") is the value's
 -- order, equal for equal values (the value B-trees' first column,
--- plone.pgcatalog.schema.value_kind_sql); the other functions compute the
+-- plone.pgcatalog.schema.tables.value_kind_sql); the other functions compute the
 -- hot rows from an entry's values.
 
 CREATE FUNCTION pgcatalog_hot_bounds(p_cid integer, p_idx jsonb, OUT lo bigint, OUT hi bigint, OUT rng jsonb) RETURNS record

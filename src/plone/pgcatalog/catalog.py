@@ -8,17 +8,15 @@ Plone and add-ons reach into ZCatalog's internal ``Catalog`` object:
 the index objects (which hold configuration, not data) and the metadata
 schema; the entries themselves live in PostgreSQL.
 """
-from Acquisition import aq_base
-from Acquisition import aq_parent
 from Acquisition import Implicit
+from Acquisition import aq_parent
 from ComputedAttribute import ComputedAttribute
 from Persistence import Persistent
 from persistent.mapping import PersistentMapping
-from Products.ZCatalog.CatalogBrains import AbstractCatalogBrain
 
 from plone.pgcatalog import logger
-from plone.pgcatalog.brains import make_brain_class
 from plone.pgcatalog.errors import CatalogError
+from plone.pgcatalog.search.brains import make_brain_class
 
 
 class IndexesView:
@@ -248,6 +246,3 @@ class _PathRids(_RidPaths):
     def values(self):
         return [rid for _, rid in self.items()]
 
-
-def is_brain(obj):
-    return isinstance(aq_base(obj), AbstractCatalogBrain)

@@ -40,7 +40,7 @@ class DatabaseUnavailable(PGCatalogError, TransientError):
 class AnswerLost(PGCatalogError, TransientError):
     """The rest of a big every-match answer cannot be read in the state it
     was found in (its catalog transaction lost its connection before the
-    rest was read: plone.pgcatalog.lazy).
+    rest was read: plone.pgcatalog.search.lazy).
 
     A ``TransientError``: Zope's publisher retries the request, whose search
     runs again."""
@@ -73,6 +73,16 @@ class CatalogMissing(PGCatalogError):
 
 class UnsupportedIndexType(PGCatalogError, ValueError):
     """``addIndex`` was asked for an index type plone.pgcatalog cannot serve."""
+
+
+class IndexKindContractError(PGCatalogError, TypeError):
+    """An index kind's class breaks its contract
+    (plone.pgcatalog.indexes.interfaces): it does not provide IIndexKind, a
+    capability it declares misses a member (or has it with another
+    signature), or it defines a capability's members without declaring
+    the capability (the engine would never use them).  Raised when the
+    kind is registered (``plone.pgcatalog.indexes.kind_for``); the message
+    names the class, the interface and the member."""
 
 
 class CatalogReadConflictError(ReadConflictError):

@@ -1,16 +1,16 @@
 """What an object gives the catalog: its index values and metadata record.
 
 ``entry_for`` turns an (IIndexableObject-wrapped) object into the
-:class:`~plone.pgcatalog.writer.Upsert` the session buffers: every index
+:class:`~plone.pgcatalog.pg.writer.Upsert` the session buffers: every index
 kind extracts its own value (``pgc_extract``), metadata is recorded as
 ZCatalog's ``recordify`` does and encoded by the typed codec.
 """
 from Missing import MV
 from Products.ZCatalog.Catalog import safe_callable
 
-from plone.pgcatalog import codec
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.writer import Upsert
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.pg.writer import Upsert
 
 
 def recordify(catalog, obj):

@@ -19,18 +19,16 @@ from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
 from Products.ZCatalog.ZCatalog import ZCatalog
-from Products.ZCTextIndex.ZCTextIndex import index_types
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from Products.ZCTextIndex.ZCTextIndex import index_types
 from zope.component import getUtility
 
 from plone.pgcatalog import config
 from plone.pgcatalog import logger
 from plone.pgcatalog import settings
-from plone.pgcatalog import shadow
+from plone.pgcatalog.ops import shadow
 # re-exported from its old home (callers that import it from here)
-from plone.pgcatalog.indexes import convert_index  # noqa: F401  (kept importable here)
 from plone.pgcatalog.tool import PGCatalogTool
-
 
 TOOL_ID = "portal_catalog"
 TOOL_CLASS = "plone.pgcatalog.tool.PGCatalogTool"

@@ -3,7 +3,7 @@
 Built on ``UniqueObject`` + ``Folder`` (the ZCTextIndex lexicons stay
 sub-objects, as in ZCatalog); provides the interfaces Plone looks up.  The
 API comes in parts, one mixin each (``toolapi/``): searching (CMFPlone's
-security additions; ``search.py`` runs the compiled plan), indexing
+security additions; ``search/run.py`` runs the compiled plan), indexing
 (buffered in the transaction's session), records, indexes and columns,
 rebuilding.  This module holds the class, its PostgreSQL plumbing (the
 store of the current transaction) and the ZMI.
@@ -33,15 +33,15 @@ from Products.ZCatalog.ZCatalogIndexes import ZCatalogIndexes
 from zope.interface import implementer
 from ZPublisher import zpublish
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import db
 from plone.pgcatalog import logger
-from plone.pgcatalog import rebuild
 from plone.pgcatalog import settings
 from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.changes import ChangeCounters
-from plone.pgcatalog.session import current_session
-from plone.pgcatalog.store import store_for
+from plone.pgcatalog.ops import rebuild
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.session import current_session
+from plone.pgcatalog.pg.store import store_for
+from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.toolapi.admin import ADMIN_TABS
 from plone.pgcatalog.toolapi.admin import AdminAPI
 from plone.pgcatalog.toolapi.indexes import IndexesAPI
@@ -125,7 +125,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
             # (rebuild.py); checked when the ZODB connection commits changes
             base._p_jar.readCurrent(base)
         session = self._pgc_session()
-        session.count_hooks[self._pgc_key] = "registered"
+        session.count_hook(self._pgc_key, "registered")
         session.txn.addBeforeCommitHook(self._pgc_count_changes)
 
     def _pgc_count_changes(self):
@@ -137,7 +137,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
         catalog is written after it (a later before-commit hook)."""
         session = self._pgc_session()
         key = self._pgc_key
-        session.count_hooks[key] = "counted"
+        session.count_hook(key, "counted")
         store = self._pgc_store()
         try:
             changes = session.take_changes(store.cid)
@@ -150,8 +150,7 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
             return
         base = aq_base(self)
         if session.commits_catalog(store.cid) and \
-                key not in session.generation_counted:
-            session.generation_counted.add(key)
+                session.count_generation(key):
             # getattr, not __dict__: a ghost's __dict__ is empty until
             # loaded, and a new counter would rewrite the tool
             counter = getattr(base, "_pgc_generation", None)
@@ -182,16 +181,16 @@ class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
             # index definitions written through the session (ddl.py,
             # hot.py): counted before the commit like any catalog write,
             # or the generation would lag the change stamp (cache.py)
-            store._writing()
+            store.writing()
         if not session.hot_changed_shared():
-            session.hot_changed.clear()
+            session.forget_hot_changes()
             return
         base = aq_base(self)
         counters = getattr(base, "_pgc_changes", None)
         if counters is None:
             counters = self._pgc_changes = ChangeCounters(uuid.uuid4().hex)
         counters.bump_hot()
-        session.hot_changed.clear()
+        session.forget_hot_changes()
 
     def _pgc_cid(self):
         """This catalog's id in PostgreSQL (see CatalogStore.cid)."""

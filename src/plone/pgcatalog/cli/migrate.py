@@ -30,10 +30,9 @@ import psycopg
 
 from plone.pgcatalog import __version__
 from plone.pgcatalog import config
-from plone.pgcatalog import migrations
-from plone.pgcatalog.db import safe_dsn
 from plone.pgcatalog.errors import PGCatalogError
-
+from plone.pgcatalog.pg.db import safe_dsn
+from plone.pgcatalog.schema import migrations
 
 CURRENT, PENDING, ERROR = 0, 1, 2
 

@@ -15,7 +15,7 @@ in place) and runs it to the end; a run killed meanwhile is continued with
 ``--resume``.  A switch's old rows are dropped ``--grace`` seconds after
 it (a later run drops them if this one was stopped before).  Exit status:
 0 done (or status shown), 1 refused (e.g. nothing to resume), 2 usage.
-See docs/rebuild.md; ``plone.pgcatalog.rebuild`` does the work.
+See docs/rebuild.md; ``plone.pgcatalog.ops.rebuild`` does the work.
 
 ``main()`` starts Zope from zope.conf; ``run(app, argv)`` takes a running
 Zope application (tests call it in-process; ``zconsole run`` scripts can
@@ -37,12 +37,11 @@ from zope.component.hooks import setSite
 from zope.globalrequest import getRequest
 from zope.globalrequest import setRequest
 
-from plone.pgcatalog import ddl
-from plone.pgcatalog.rebuild import BuildError
-from plone.pgcatalog.rebuild import DEFAULT_BATCH
-from plone.pgcatalog.rebuild import DEFAULT_GRACE
-from plone.pgcatalog.rebuild import OnlineRebuild
-
+from plone.pgcatalog.ops.rebuild import DEFAULT_BATCH
+from plone.pgcatalog.ops.rebuild import DEFAULT_GRACE
+from plone.pgcatalog.ops.rebuild import BuildError
+from plone.pgcatalog.ops.rebuild import OnlineRebuild
+from plone.pgcatalog.schema import ddl
 
 logger = logging.getLogger("plone.pgcatalog")
 

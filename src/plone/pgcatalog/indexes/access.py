@@ -22,18 +22,18 @@ from ComputedAttribute import ComputedAttribute
 from Products.ZCatalog.query import IndexQuery
 from ZPublisher import zpublish
 
-from plone.pgcatalog import cache as result_cache
-from plone.pgcatalog import codec
-from plone.pgcatalog import lists
+from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.fragment import TRUE
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.common import find_tool
 from plone.pgcatalog.indexes.common import jsonb
 from plone.pgcatalog.indexes.context import QueryContext
-from plone.pgcatalog.store import rid_key
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg.fragment import TRUE
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.pg.store import rid_key
+from plone.pgcatalog.search import cache as result_cache
 
 
 def _store(index):

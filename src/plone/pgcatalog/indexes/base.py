@@ -21,7 +21,7 @@ The small interface, mixed in by :class:`PGIndex`:
 
 ``pgc_where(iq, qc)``
     Turn one parsed query (a ``Products.ZCatalog.query.IndexQuery``) into a
-    boolean :class:`~plone.pgcatalog.fragment.Fragment` over the entry
+    boolean :class:`~plone.pgcatalog.pg.fragment.Fragment` over the entry
     alias ``e``: values become parameters of the fragment, the index name
     a literal (:meth:`PGIndex.pgc_key_sql`).  Returns the fragment, or
     :data:`NO_MATCH` when the query can match nothing (ZCatalog's short
@@ -45,7 +45,11 @@ The small interface, mixed in by :class:`PGIndex`:
     ``addIndex`` and drops them at ``delIndex``.
 
 The contract is written down as the interface
-:class:`~plone.pgcatalog.indexes.interfaces.IIndexKind`.
+:class:`~plone.pgcatalog.indexes.interfaces.IIndexKind`; what only some
+kinds can do (hot keys, subtrees, Python sorting, words and their scores)
+are the capability interfaces beside it, which a kind declares with
+``@implementer`` (checked when the kind is registered:
+``indexes.kind_for``).
 
 None of these is for the web or for restricted code: :func:`seal` makes
 every ``pgc_*`` method of every kind private and unpublishable, every other
@@ -61,16 +65,12 @@ from ZPublisher import zpublish_mark
 from ZPublisher import zpublish_wrap
 
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.access import IndexData
-from plone.pgcatalog.indexes.common import MISSING  # noqa: F401
-from plone.pgcatalog.indexes.common import NO_MATCH  # noqa: F401
-from plone.pgcatalog.indexes.common import find_tool  # noqa: F401
 from plone.pgcatalog.indexes.common import jsonb
 from plone.pgcatalog.indexes.common import key_sql
 from plone.pgcatalog.indexes.common import text_sql
 from plone.pgcatalog.indexes.interfaces import IIndexKind
-
+from plone.pgcatalog.pg.fragment import q
 
 #: Data methods of the stock index classes: they read or write the stock
 #: index's BTrees (ours has none: the data is in PostgreSQL) or its request
@@ -129,7 +129,6 @@ class PGIndex(IndexData):
 
     pgc_storage = "idx"
     pgc_sortable = True
-    pgc_python_sort = False
     pgc_multi = False  # stored value is a JSON array of values
     #: a long list is stored once, the entry holds its digest (lists.py)
     pgc_long_lists = False
@@ -138,15 +137,16 @@ class PGIndex(IndexData):
     pgc_forward_sets = False
     pgc_unique = False  # one document per value (UUIDIndex)
     #: ZCatalog may sort an unlimited result by walking this index's values
-    #: (one value per document: UnIndex kinds); see query._unlimited_sorted_sql
+    #: (one value per document: UnIndex kinds); see sorting.UnlimitedSort
     pgc_walkable_sort = False
-    #: string values kept as hot keys when the index is named hot (hot.py)
-    pgc_hot = False
+    #: hot.py's record on the index object (an IHotKind registered for a
+    #: catalog): its code in the hot keys by catalog id, and whether its
+    #: keys are in the key sets (True) or the free keys' rows (False); None
+    #: while it has no hot keys anywhere
+    _pgc_hot_codes = None
+    _pgc_hot_sets = None
 
     # -- helpers shared by kinds -------------------------------------------
-    def pgc_name(self):
-        return self.getId()
-
     def pgc_key_sql(self, alias="e"):
         """``(e.idx -> 'name')`` (``alias`` None: the bare column, as index
         definitions spell it)."""
@@ -171,11 +171,6 @@ class PGIndex(IndexData):
     def pgc_where(self, iq, qc):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def pgc_hot_where(self, iq, qc):
-        """The query's condition over the hot row ``h`` (hot.py), or None
-        when the hot row cannot answer it."""
-        return None
-
     def pgc_sort(self, qc):
         if not self.pgc_sortable:
             raise CatalogError(
@@ -195,7 +190,7 @@ class PGIndex(IndexData):
 
     def pgc_indexes(self):
         """The PostgreSQL indexes this index wants
-        (:class:`plone.pgcatalog.schema.IndexSpec`)."""
+        (:class:`plone.pgcatalog.schema.tables.IndexSpec`)."""
         return []
 
 

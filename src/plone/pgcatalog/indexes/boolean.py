@@ -1,15 +1,19 @@
 """BooleanIndex: True/False per document; only the first query key counts."""
 from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
+from zope.interface import implementer
 
-from plone.pgcatalog import hot
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import IndexSpec
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.interfaces import IHotConditionKind
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema.tables import IndexSpec
 
 
+@implementer(IHotKind, IHotConditionKind)
 class PGBooleanIndex(PGIndex, BooleanIndex):
     """BooleanIndex whose values live in ``idx[name]`` as JSON booleans.
 
@@ -19,7 +23,6 @@ class PGBooleanIndex(PGIndex, BooleanIndex):
     deduplicated) took 31.  The values are always booleans
     (``pgc_extract``), so the text compares as the value does."""
 
-    pgc_hot = True
     pgc_hot_kind = "bool"
 
     def pgc_extract(self, obj):

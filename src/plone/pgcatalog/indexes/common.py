@@ -1,6 +1,6 @@
 """SQL building blocks shared by the index kinds (Field, UUID, ...).
 
-Everything here composes :class:`~plone.pgcatalog.fragment.Fragment`
+Everything here composes :class:`~plone.pgcatalog.pg.fragment.Fragment`
 values.  This module imports nothing of the index machinery (base.py and
 access.py import it), so the sentinels and :func:`find_tool` live here and
 base.py hands them on.
@@ -10,16 +10,16 @@ from Acquisition import aq_base
 from Acquisition import aq_chain
 from Products.PluginIndexes.unindex import _marker
 
-from plone.pgcatalog import codec
-from plone.pgcatalog import schema
+from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.fragment import Fragment
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import not_
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg.fragment import Fragment
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import not_
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 
 
 class _Sentinel:
@@ -317,7 +317,7 @@ def exists_other(condition):
     """Some entry ``x`` of the catalog of the entry ``e`` meets
     ``condition`` (a Fragment over ``x``)."""
     return q("EXISTS (SELECT 1 FROM {} x WHERE x.cid = e.cid AND {})",
-             ident(schema.ENTRIES), condition)
+             schema.ENTRIES_TABLE, condition)
 
 
 #: characters of a string value a B-tree holds (at most 1,600 bytes of

@@ -1,8 +1,7 @@
 """What an index kind is told while it turns a query into SQL."""
-from plone.pgcatalog import schema
-from plone.pgcatalog.fragment import Fragment
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg.fragment import Fragment
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 
 
 class QueryContext:
@@ -34,11 +33,10 @@ class QueryContext:
         #: or callables making them (:meth:`rank_fragments`)
         self.ranks = []
         #: each text condition again, over its text row
-        #: (``pgcatalog_text``) itself (:class:`TextRow`): a text search
-        #: reads its matches and their scores there (compiler.py)
+        #: (``pgcatalog_text``) itself (:class:`TextRow`), added by the
+        #: text index as it makes the condition: a text search reads its
+        #: matches and their scores there (compiler.Condition.text)
         self.text_rows = []
-        #: the indexes taking part and their parsed queries, in order
-        self.participants = []
 
     def add_rank(self, expr):
         """Add a relevance expression: a Fragment, or a callable making
@@ -66,7 +64,7 @@ def text_exists(rid, match):
     """A text row ``t`` of the entry whose rid is ``rid`` (a Fragment: the
     entry's, or a hot row's) meets ``match`` (a condition over ``t``)."""
     return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = {} AND {})",
-             ident(schema.TEXT), rid, match)
+             schema.TEXT_TABLE, rid, match)
 
 
 class TextRow:
@@ -74,9 +72,9 @@ class TextRow:
     rather than the entry: a text search reads its matches there, and their
     scores from the row it matched, without looking it up again.
 
-    ``entries_condition``: the same condition over the entry ``e`` (the
-    one the index gave the compiler); ``condition(alias)``: the condition
-    over the text row ``alias``; ``rank(alias)``: the score of that row,
+    ``condition(alias)``: the condition over the text row ``alias`` (the
+    index gave the compiler the same over the entry ``e``);
+    ``rank(alias)``: the score of that row,
     ``(columns, score)`` (what the score reads of the row, in the scan's
     projection, and the score over them as ``s``) or, when the score reads
     more of the row (a glob, a union), ``row_score(alias)``, a Fragment
@@ -85,9 +83,7 @@ class TextRow:
     ``cid`` and their scores read word by word (``scoring.Postings``), or
     None (only a union of many words has them)."""
 
-    def __init__(self, entries_condition, condition, columns, row_score,
-                 postings=None):
-        self.entries_condition = entries_condition
+    def __init__(self, condition, columns, row_score, postings=None):
         self.condition = condition
         self.columns = columns
         self.row_score = row_score
@@ -98,5 +94,5 @@ class TextRow:
 
     def over(self, rid):
         """The condition over the entry whose rid is ``rid`` (a hot row's,
-        compiler.hot_sorted): as ``entries_condition`` is over ``e``."""
+        compiler.hot_sorted), as the index's own is over ``e``."""
         return text_exists(rid, self.condition("t"))

@@ -11,16 +11,17 @@ logic lives in :class:`UnIndexDateQuery`, shared with DateRecurringIndex
 (whose documents hold a list of such integers).
 """
 from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
+from zope.interface import implementer
 
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import not_
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import IndexSpec
-
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import not_
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema.tables import IndexSpec
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
@@ -115,6 +116,7 @@ class UnIndexDateQuery:
         return isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
 
 
+@implementer(IHotKind)
 class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     """DateIndex whose minute integers live in ``idx[name]``.
 
@@ -126,7 +128,6 @@ class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     may walk the hot rows."""
 
     pgc_walkable_sort = True
-    pgc_hot = True
     pgc_hot_kind = "sort"
 
     def pgc_extract(self, obj):

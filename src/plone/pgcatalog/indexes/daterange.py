@@ -7,22 +7,28 @@ floor/ceiling values).  A document without either attribute is stored as
 ``[null, null]`` and, as in ZCatalog, always matches.  With no since field
 configured ZCatalog indexes nothing, and so do we.
 """
+from DateTime import DateTime
 from Products.PluginIndexes.DateRangeIndex.DateRangeIndex import DateRangeIndex
 from Products.PluginIndexes.util import safe_callable
+from zope.interface import implementer
 
-from plone.pgcatalog import hot
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import MISSING
 from plone.pgcatalog.indexes.common import find_tool
 from plone.pgcatalog.indexes.date import json_int
+from plone.pgcatalog.indexes.interfaces import IHotConditionKind
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.indexes.interfaces import IQueryValueKind
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg.fragment import q
 
 
+@implementer(IHotKind, IHotConditionKind, IQueryValueKind)
 class PGDateRangeIndex(PGIndex, DateRangeIndex):
     """DateRangeIndex whose ranges live in ``idx[name]``; when hot, also in
-    the hot row (``h.rng``, hot.py), where its condition is the same."""
+    the hot row (``h.rng``, hot.py), where its condition is the same.  A
+    query's DateTime counts as its minutes (``pgc_query_value``)."""
 
-    pgc_hot = True
     pgc_hot_kind = "range"
 
     def _pgc_attr(self, obj, name):
@@ -53,6 +59,13 @@ class PGDateRangeIndex(PGIndex, DateRangeIndex):
             return None
         return hot.Ranged(hot.range_contains(
             term, self._pgc_range_sql(hot.RANGE, iq)), term)
+
+    def pgc_query_value(self, value):
+        """A DateTime as the minutes the index compares, ``("minutes",
+        n)``; other values as they are (None)."""
+        if isinstance(value, DateTime):
+            return ("minutes", self._convertDateTime(value))
+        return None
 
     def _pgc_range_sql(self, expr, iq):
         """The query's condition on ``expr``, the entry's ``[since,

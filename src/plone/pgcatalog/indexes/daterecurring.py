@@ -18,16 +18,16 @@ from plone.event.utils import pydt
 from Products.DateRecurringIndex.index import DateRecurringIndex
 from Products.PluginIndexes.util import safe_callable
 
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.indexes.base import MISSING
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import MISSING
 from plone.pgcatalog.indexes.common import dumps
 from plone.pgcatalog.indexes.date import UnIndexDateQuery
 from plone.pgcatalog.indexes.date import json_int
-from plone.pgcatalog.schema import IndexSpec
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema.tables import IndexSpec
 
 
 class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):

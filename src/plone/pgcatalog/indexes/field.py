@@ -1,17 +1,22 @@
 """FieldIndex: one hashable value per document."""
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+from zope.interface import implementer
 
-from plone.pgcatalog import hot
 from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.interfaces import IHotConditionKind
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.pg import hot
 
 
+@implementer(IHotKind, IHotConditionKind)
 class ValueIndex(PGIndex):
     """One value per document under ``idx[name]``, UnIndex query semantics
-    (query, range, not), Python ordering for sorting."""
+    (query, range, not), Python ordering for sorting; its string values
+    are hot keys when it is named hot."""
 
     pgc_walkable_sort = True
-    pgc_hot = True
+    pgc_hot_kind = "keys"
 
     def pgc_extract(self, obj):
         return common.datum(self, obj)

@@ -7,17 +7,19 @@ from plone.folder.nogopip import GopipIndex
 from plone.folder.nogopip import traverse
 from Products.CMFCore.interfaces import ISiteRoot
 from zope.component import getUtility
+from zope.interface import implementer
 
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.interfaces import IPythonSortKind
 
 
+@implementer(IPythonSortKind)
 class PGGopipIndex(PGIndex, GopipIndex):
     """Sort-only index computing folder positions in Python."""
 
     pgc_storage = "none"
-    pgc_python_sort = True
 
     def __init__(self, id, extra=None, caller=None):
         self.id = id

@@ -1,31 +1,34 @@
 """KeywordIndex: a set of keywords per document; 'or' / 'and' queries."""
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
+from zope.interface import implementer
 
-from plone.pgcatalog import hot
-from plone.pgcatalog import lists
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import not_
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes import common
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
-from plone.pgcatalog.schema import IndexSpec
-
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.interfaces import IHotConditionKind
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import not_
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema.tables import IndexSpec
 
 #: an element of a keyword list, and its text (range queries)
 _ELEMENT = q("v.value")
 _ELEMENT_TEXT = q("((v.value #>> '{{}}') COLLATE \"C\")")
 
 
+@implementer(IHotKind, IHotConditionKind)
 class PGKeywordIndex(PGIndex, KeywordIndex):
     """KeywordIndex whose keyword lists live in ``idx[name]`` (JSON array,
     GIN-indexed; a long list is stored once and ``idx[name]`` holds its
-    digest: :mod:`plone.pgcatalog.lists`)."""
+    digest: :mod:`plone.pgcatalog.pg.lists`)."""
 
     pgc_multi = True
-    pgc_hot = True
+    pgc_hot_kind = "keys"
     pgc_long_lists = True
     pgc_forward_sets = True
 

@@ -11,23 +11,22 @@ transaction is aborted, and the catalog's PostgreSQL transaction with it.
 """
 import os
 
-from plone.app.testing import applyProfile
+from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import FunctionalTesting
 from plone.app.testing import IntegrationTesting
-from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import PloneSandboxLayer
+from plone.app.testing import applyProfile
 from plone.testing import Layer
 from plone.testing.zope import WSGI_SERVER_FIXTURE
 
 import plone.pgcatalog
-from plone.pgcatalog import db
-from plone.pgcatalog import schema
-from plone.pgcatalog import store
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import join
-from plone.pgcatalog.fragment import q
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import store
+from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.testing import pgserver
-
 
 #: in the order they are filled again: the hot names after the entries
 #: (whose trigger then writes no hot row), then the key sets, and the hot

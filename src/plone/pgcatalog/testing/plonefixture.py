@@ -19,11 +19,10 @@ from zope.component.hooks import setSite
 from zope.configuration import xmlconfig
 
 import plone.pgcatalog
-from plone.pgcatalog import db
+from plone.pgcatalog.pg import db
 from plone.pgcatalog.testing import layers
 from plone.pgcatalog.testing import pgserver
 from plone.pgcatalog.tool import PGCatalogTool
-
 
 PROFILE = "plone.pgcatalog:default"
 

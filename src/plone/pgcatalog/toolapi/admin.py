@@ -24,10 +24,10 @@ from zope.i18n import translate
 from ZPublisher import zpublish
 
 from plone.pgcatalog import _
-from plone.pgcatalog import slowlog
-from plone.pgcatalog import stats
-from plone.pgcatalog.store import rid_key
-
+from plone.pgcatalog.indexes.interfaces import IIndexKind
+from plone.pgcatalog.pg import stats
+from plone.pgcatalog.pg.store import rid_key
+from plone.pgcatalog.search import slowlog
 
 WWW = os.path.join(os.path.dirname(os.path.dirname(__file__)), "www")
 #: characters of a value shown on the entry page
@@ -104,7 +104,7 @@ class AdminAPI:
             report.append({
                 "name": name, "meta_type": index.meta_type,
                 "entries": store.index_count(index)
-                if hasattr(index, "pgc_storage") else "?",
+                if IIndexKind.providedBy(index) else "?",
                 "pg_indexes": pg_indexes,
                 "bytes": sum(i["bytes"] for i in pg_indexes)})
         return report

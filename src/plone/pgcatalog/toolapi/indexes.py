@@ -11,11 +11,11 @@ from Products.PluginIndexes.interfaces import IPluggableIndex
 from zExceptions import BadRequest
 from ZPublisher import zpublish
 
-from plone.pgcatalog import ddl
-from plone.pgcatalog import shadow
 from plone.pgcatalog.catalog import check_index_name
 from plone.pgcatalog.indexes import convert_index
 from plone.pgcatalog.indexes import kind_for
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.schema import ddl
 
 
 class IndexesAPI:

@@ -12,10 +12,10 @@ from zope.component import queryMultiAdapter
 from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
-from plone.pgcatalog import mirror
-from plone.pgcatalog import shadow
 from plone.pgcatalog.errors import CatalogError
-from plone.pgcatalog.writer import DELETE
+from plone.pgcatalog.ops import mirror
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.pg.writer import DELETE
 
 
 class IndexingAPI:

@@ -16,11 +16,12 @@ from zope.i18n import translate
 from ZPublisher import zpublish
 
 from plone.pgcatalog import _
-from plone.pgcatalog import lists
 from plone.pgcatalog import logger
-from plone.pgcatalog import shadow
-from plone.pgcatalog.rebuild import BuildError
-from plone.pgcatalog.rebuild import OnlineRebuild
+from plone.pgcatalog.indexes.interfaces import IIndexKind
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.ops.rebuild import BuildError
+from plone.pgcatalog.ops.rebuild import OnlineRebuild
+from plone.pgcatalog.pg import lists
 
 
 class MaintenanceAPI:
@@ -136,12 +137,12 @@ class MaintenanceAPI:
     @security.protected(manage_zcatalog_entries)
     def pgc_store_long_lists(self):
         """Store apart, once, the long keyword lists that entries written
-        before schema version 6 hold in line (plone.pgcatalog.lists), in
+        before schema version 6 hold in line (plone.pgcatalog.pg.lists), in
         this transaction; the number of entries changed.  Answers do not
         change; the entries' table shrinks after a ``VACUUM FULL`` (or
         fills its free space with later writes)."""
-        names = [name for name in self.indexes() if getattr(
-            self._catalog.getIndex(name), "pgc_long_lists", False)]
+        names = [name for name in self.indexes()
+                 if _long_lists(self._catalog.getIndex(name))]
         return lists.move_long_lists(self._pgc_store(), names)
 
     @zpublish(False)
@@ -169,7 +170,9 @@ class MaintenanceAPI:
         return Folder.valid_roles(self)
 
 
-
+def _long_lists(index):
+    """Whether ``index`` keeps long lists apart (pg/lists.py)."""
+    return IIndexKind.providedBy(index) and index.pgc_long_lists
 
 
 def online_action(tool, action):

@@ -6,11 +6,11 @@ from Acquisition import aq_parent
 from Missing import MV
 from ZPublisher import zpublish
 
-from plone.pgcatalog import codec
-from plone.pgcatalog import shadow
+from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.indexes.common import needs_tag
-from plone.pgcatalog.results import make_results
-from plone.pgcatalog.store import rid_key
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.pg.store import rid_key
+from plone.pgcatalog.search.results import make_results
 
 
 def path_key(path):

@@ -9,10 +9,9 @@ from Products.CMFCore.utils import _getAuthenticatedUser
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from ZPublisher import zpublish
 
-from plone.pgcatalog import shadow
-from plone.pgcatalog.query import merge_query_args
-from plone.pgcatalog.search import search
-
+from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.search.query import merge_query_args
+from plone.pgcatalog.search.run import search
 
 #: the indexes CMFPlone's searchResults sets from the user and the time
 SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")

@@ -24,8 +24,7 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import _
 from plone.pgcatalog import logger
-from plone.pgcatalog import shadow
-
+from plone.pgcatalog.ops import shadow
 
 WWW = os.path.join(os.path.dirname(os.path.dirname(__file__)), "www")
 

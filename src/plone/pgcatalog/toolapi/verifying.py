@@ -23,8 +23,9 @@ from ZPublisher import zpublish
 from plone.pgcatalog import _
 from plone.pgcatalog import config
 from plone.pgcatalog import settings
-from plone.pgcatalog import verify
-from plone.pgcatalog.verifywalk import portal_of
+from plone.pgcatalog.ops import verify
+from plone.pgcatalog.ops import verifyreport
+from plone.pgcatalog.ops.walk import portal_of
 
 
 class VerifyAPI:
@@ -44,13 +45,13 @@ class VerifyAPI:
                    on_difference=None, on_batch=None, progress=None,
                    values=True, fresh=None):
         """Compare this catalog with the ZODB (and repair it if ``repair``);
-        the :class:`plone.pgcatalog.verify.Report`, kept as this process's
+        the :class:`plone.pgcatalog.ops.verify.Report`, kept as this process's
         last report."""
         report = verify.verify(
             self, repair=repair, repair_limit=repair_limit, batch=batch,
             sample=sample, on_difference=on_difference, on_batch=on_batch,
             progress=progress, values=values, fresh=fresh)
-        verify.remember(self, report)
+        verifyreport.remember(self, report)
         return report
 
     @zpublish(False)  # data for manage_catalogVerify, not a page
@@ -60,7 +61,7 @@ class VerifyAPI:
         entries = len(self)
         site = settings.site_settings()
         limit = config.get_verify_zmi_max_entries(site)
-        report = verify.last_report(self)
+        report = verifyreport.last_report(self)
         data = None
         if report is not None:
             data = report.to_dict()
@@ -68,7 +69,8 @@ class VerifyAPI:
                 "%Y-%m-%d %H:%M:%S", time.localtime(report.started))
             data["rows"] = [
                 {"kind": kind, "count": report.counts[kind],
-                 "samples": report.samples[kind]} for kind in verify.KINDS]
+                 "samples": report.samples[kind]}
+                for kind in verifyreport.KINDS]
         return {"entries": entries, "max_entries": limit,
                 "too_large": entries > limit,
                 "site": portal_of(self).getId(),

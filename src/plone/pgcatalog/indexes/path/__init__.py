@@ -3,7 +3,7 @@
 The value of this index is not kept in ``idx``: every entry row has
 ``path`` (the physical path, ``COLLATE "C"``) and ``depth`` (the number of
 components); the parent's path (``''`` for a one-component path) is
-computed from ``path`` (``schema.parent_sql``, under the (cid, parent)
+computed from ``path`` (``tables.parent_sql``, under the (cid, parent)
 B-tree: written ``e.parent`` below).
 
 :meth:`PGExtendedPathIndex.pgc_where` translates one query into SQL that
@@ -45,21 +45,23 @@ The package: :mod:`.predicates` (conditions on one entry's path columns),
 """
 from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
 from Products.PluginIndexes.util import safe_callable
+from zope.interface import implementer
 
-from plone.pgcatalog.fragment import FALSE
-from plone.pgcatalog.fragment import TRUE
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
+from plone.pgcatalog.indexes.interfaces import IHotConditionKind
+from plone.pgcatalog.indexes.interfaces import ISubtreeKind
 from plone.pgcatalog.indexes.path.predicates import all_of
 from plone.pgcatalog.indexes.path.predicates import any_of
 from plone.pgcatalog.indexes.path.predicates import negation
 from plone.pgcatalog.indexes.path.search import NotOnColumn
 from plone.pgcatalog.indexes.path.search import PathSearch
 from plone.pgcatalog.indexes.path.search import tree_root
-from plone.pgcatalog import hot
-
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg.fragment import FALSE
+from plone.pgcatalog.pg.fragment import TRUE
+from plone.pgcatalog.pg.fragment import q
 
 #: ZCatalog sorts by documentToKeyMap(): the indexed path string
 PATH = q("e.path")
@@ -67,6 +69,7 @@ PATH = q("e.path")
 HOT_PATH = q("h.path")
 
 
+@implementer(IHotConditionKind, ISubtreeKind)
 class PGExtendedPathIndex(PGIndex, ExtendedPathIndex):
     """``ExtendedPathIndex`` whose data are the entries' path columns.
 

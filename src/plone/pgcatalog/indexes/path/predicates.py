@@ -2,8 +2,8 @@
 
 The path index folds its conditions while it builds them (a part that is
 always true or never true disappears), so these helpers keep
-:data:`~plone.pgcatalog.fragment.TRUE` and
-:data:`~plone.pgcatalog.fragment.FALSE` as the constants they are and
+:data:`~plone.pgcatalog.pg.fragment.TRUE` and
+:data:`~plone.pgcatalog.pg.fragment.FALSE` as the constants they are and
 compare them by identity.
 
 Values are parameters.  A query path may hold what PostgreSQL text cannot
@@ -16,14 +16,13 @@ are compared with the ``integer`` columns and used in array subscripts and
 as ``int2``.  Searches run as unnamed statements (never prepared), so
 PostgreSQL plans them with the actual values, as if they were literals.
 """
-from plone.pgcatalog.fragment import FALSE
-from plone.pgcatalog.fragment import TRUE
-from plone.pgcatalog.fragment import and_
-from plone.pgcatalog.fragment import or_
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.common import needs_tag
 from plone.pgcatalog.indexes.common import text_bound
-
+from plone.pgcatalog.pg.fragment import FALSE
+from plone.pgcatalog.pg.fragment import TRUE
+from plone.pgcatalog.pg.fragment import and_
+from plone.pgcatalog.pg.fragment import or_
+from plone.pgcatalog.pg.fragment import q
 
 #: the entry's path column
 PATH = q("e.path")
@@ -62,7 +61,7 @@ def all_of(parts):
 
 
 def negation(cond):
-    """NOT, folded.  Plain ``NOT`` (not :func:`~plone.pgcatalog.fragment.
+    """NOT, folded.  Plain ``NOT`` (not :func:`~plone.pgcatalog.pg.fragment.
     not_`'s ``IS NOT TRUE``): what is negated here is never NULL (NOT NULL
     columns, EXISTS, the entry's own catalog's depths)."""
     if cond is TRUE:

@@ -6,13 +6,10 @@ navtree, navtree_start), the index (its own physical path and
 :class:`Result`.  The module docstring of :mod:`plone.pgcatalog.indexes.path`
 names the quirks of ZCatalog's answers kept here.
 """
-from plone.pgcatalog import schema
-from plone.pgcatalog.fragment import FALSE
-from plone.pgcatalog.fragment import TRUE
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.common import needs_tag
 from plone.pgcatalog.indexes.path.facts import CatalogFacts
 from plone.pgcatalog.indexes.path.predicates import COMPS
+from plone.pgcatalog.indexes.path.predicates import PATH
 from plone.pgcatalog.indexes.path.predicates import _joined
 from plone.pgcatalog.indexes.path.predicates import all_of
 from plone.pgcatalog.indexes.path.predicates import any_of
@@ -22,12 +19,14 @@ from plone.pgcatalog.indexes.path.predicates import depth_in
 from plone.pgcatalog.indexes.path.predicates import in_tree
 from plone.pgcatalog.indexes.path.predicates import integer
 from plone.pgcatalog.indexes.path.predicates import negation
-from plone.pgcatalog.indexes.path.predicates import PATH
 from plone.pgcatalog.indexes.path.predicates import outside_tree
 from plone.pgcatalog.indexes.path.predicates import slice_eq
 from plone.pgcatalog.indexes.path.predicates import text_cmp
 from plone.pgcatalog.indexes.path.predicates import text_in
-
+from plone.pgcatalog.pg.fragment import FALSE
+from plone.pgcatalog.pg.fragment import TRUE
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 
 #: the entry's parent path, as its (cid, parent) B-tree computes it
 PARENT = q(schema.parent_sql("e.path"))

@@ -24,9 +24,8 @@ import re
 
 from Products.ZCTextIndex.Lexicon import _text2list
 
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import q
-
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
 
 #: Highest tsvector position (PostgreSQL's MAXENTRYPOS - 1).
 MAX_POSITION = 16383

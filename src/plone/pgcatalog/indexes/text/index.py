@@ -19,16 +19,15 @@ from Products.ZCTextIndex.interfaces import ILexicon
 from Products.ZCTextIndex.QueryParser import QueryParser
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 from Products.ZCTextIndex.ZCTextIndex import index_types
+from zope.interface import implementer
 
-from plone.pgcatalog import schema
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import q
-from plone.pgcatalog.indexes.base import MISSING
-from plone.pgcatalog.indexes.base import NO_MATCH
 from plone.pgcatalog.indexes.base import PGIndex
+from plone.pgcatalog.indexes.common import MISSING
+from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import TextRow
 from plone.pgcatalog.indexes.context import text_exists
+from plone.pgcatalog.indexes.interfaces import IRankingKind
+from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import source_words
@@ -39,14 +38,18 @@ from plone.pgcatalog.indexes.text.querytree import match_sql
 from plone.pgcatalog.indexes.text.querytree import resolve_globs
 from plone.pgcatalog.indexes.text.querytree import translate
 from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
-from plone.pgcatalog.indexes.text.scoring import TEXT
 from plone.pgcatalog.indexes.text.scoring import df_sql
 from plone.pgcatalog.indexes.text.scoring import indexed_words
 from plone.pgcatalog.indexes.text.scoring import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
+from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 
 
+@implementer(ITextKind, IRankingKind)
 class PGZCTextIndex(PGIndex, ZCTextIndex):
     """ZCTextIndex configuration; the words live in ``pgcatalog_text``."""
 
@@ -179,7 +182,6 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             # the score over the text row, made only if the compiler
             # takes that way
             text_rows.append(TextRow(
-                condition,
                 lambda alias: match_sql(node, indexed_words(name, alias)),
                 lambda alias: self.pgc_rank_columns(node, qc, alias),
                 lambda alias: self.pgc_rank_sql(node, qc, row=alias),
@@ -233,7 +235,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         return q("SELECT count(DISTINCT u.lexeme) FROM {} x CROSS JOIN "
                  "LATERAL unnest(tsvector_to_array(x.tsv)) AS u(lexeme) "
                  "WHERE x.cid = {} AND x.name = {} AND u.lexeme <> {}",
-                 TEXT, cid, literal(self.getId()), literal(DL_MARK))
+                 schema.TEXT_TABLE, cid, literal(self.getId()),
+                 literal(DL_MARK))
 
     def pgc_indexes(self):
         # shared by the catalogs with a text index of this name (a

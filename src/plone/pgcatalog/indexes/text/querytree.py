@@ -14,13 +14,13 @@ import re
 
 from Products.ZCTextIndex.ParseTree import QueryError
 
-from plone.pgcatalog.fragment import join
-from plone.pgcatalog.fragment import param
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.text.encoding import clip_prefix
 from plone.pgcatalog.indexes.text.encoding import lexeme
 from plone.pgcatalog.indexes.text.encoding import quote_lexeme
 from plone.pgcatalog.indexes.text.encoding import term_words
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import param
+from plone.pgcatalog.pg.fragment import q
 
 
 class _False:
@@ -248,8 +248,8 @@ def positive(node):
 def match_sql(node, tsv, value=param):
     """A condition (Fragment) over the tsvector ``tsv`` (a Fragment) for a
     match tree; ``value`` turns a string (a tsquery, a prefix, a regular
-    expression) into SQL: :func:`~plone.pgcatalog.fragment.param` (a
-    parameter, the default) or :func:`~plone.pgcatalog.fragment.literal`."""
+    expression) into SQL: :func:`~plone.pgcatalog.pg.fragment.param` (a
+    parameter, the default) or :func:`~plone.pgcatalog.pg.fragment.literal`."""
     if not _has_regex(node):
         return q("{} @@ {}::tsquery", tsv,
                  value(tsquery_text(node, prefixes=True)))

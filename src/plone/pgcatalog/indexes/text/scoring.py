@@ -42,26 +42,25 @@ reads the same in ``EXPLAIN`` and in the log as it runs.
 import functools
 import json
 
-from plone.pgcatalog import schema
-from plone.pgcatalog.fragment import join
-from plone.pgcatalog.fragment import ident
-from plone.pgcatalog.fragment import literal
-from plone.pgcatalog.fragment import q
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_positions_sql
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import quote_lexeme
 from plone.pgcatalog.indexes.text.querytree import _And
 from plone.pgcatalog.indexes.text.querytree import _Glob
+from plone.pgcatalog.indexes.text.querytree import _has_regex
 from plone.pgcatalog.indexes.text.querytree import _Or
 from plone.pgcatalog.indexes.text.querytree import _Phrase
 from plone.pgcatalog.indexes.text.querytree import _Word
 from plone.pgcatalog.indexes.text.querytree import _Words
-from plone.pgcatalog.indexes.text.querytree import _has_regex
 from plone.pgcatalog.indexes.text.querytree import match_sql
 from plone.pgcatalog.indexes.text.querytree import positive
 from plone.pgcatalog.indexes.text.querytree import tsquery_text
-
+from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 
 #: Rows read to estimate the mean document length when no statistics are
 #: given (exact for indexes with no more documents than this).
@@ -100,7 +99,6 @@ _SCALE_SQL = f8(1024.0)
 _HALF_SQL = f8(0.5)
 
 #: the text table
-TEXT = ident(schema.TEXT)
 #: the tsvector of the text row ``t`` (the row of the entry ``e``)
 T_TSV = q("t.tsv")
 
@@ -151,12 +149,13 @@ def stats_sql(index_id, qc):
         count = max(int(count), 1)
         return f8(count), f8(float(int(total)) / float(count)), scope
     n_sql = q("(SELECT greatest(count(*), 1)::float8 FROM {} x WHERE "
-              "x.name = {}{})", TEXT, name, scope)
+              "x.name = {}{})", schema.TEXT_TABLE, name, scope)
     mean_sql = q(
         "(SELECT greatest(coalesce(sum(y.dl), 0)::float8 / "
         "greatest(count(*), 1)::float8, 1e-9::float8) FROM (SELECT "
         "{} AS dl FROM {} x WHERE x.name = {}{} LIMIT {}) y)",
-        dl_sql(q("x.tsv")), TEXT, name, scope, literal(STATS_SAMPLE))
+        dl_sql(q("x.tsv")), schema.TEXT_TABLE, name, scope,
+        literal(STATS_SAMPLE))
     return n_sql, mean_sql, scope
 
 
@@ -183,7 +182,8 @@ def rank_sql(index_id, node, qc=None, mode="okapi", row=False):
                      literal(tsquery_text(positive(node))))
         return q("(SELECT ts_rank(t.tsv, {}::tsquery) FROM {} t WHERE "
                  "t.rid = e.rid AND t.name = {})",
-                 literal(tsquery_text(positive(node))), TEXT, name)
+                 literal(tsquery_text(positive(node))), schema.TEXT_TABLE,
+                 name)
     return _okapi(index_id, node, qc).build(node, row)
 
 
@@ -212,11 +212,18 @@ def rank_columns(index_id, node, qc=None, mode="okapi", row="e"):
 #: matched at once is read with its whole tsvector (a three-word glob
 #: beside the anonymous filters at 100,000 entries: 132 -> 58 ms).
 POSTINGS_MIN_WORDS = 2
-#: Cost of a union of words, per row read, in microseconds (100,000
-#: entries, warm): a row read word by word (its term frequency and length,
-#: then summed), a row of the union matched at once (one bitmap scan), and
-#: a matched row scored in one pass over its lexemes
-#: (``_Scorer.glob_words``).  :meth:`Postings.pays` compares the two ways.
+#: Cost of a union of words, two ways, in microseconds per row (100,000
+#: entries, warm): read word by word, ``POSTING_US`` per row read (a row
+#: once per word it holds: its term frequency and length, then summed per
+#: row); or matched at once, ``UNION_ROW_US`` per row of the union (one
+#: bitmap scan) plus ``ROW_SCORE_US`` per matched row the other
+#: conditions keep, scored in one pass over its lexemes
+#: (``_Scorer.glob_words``).  Only their ratios decide
+#: (:meth:`Postings.pays`: word by word when the other conditions keep
+#: more than (POSTING_US * reads / union - UNION_ROW_US) / ROW_SCORE_US
+#: of the documents); the figures are one machine's.  Measured by
+#: ``python benchmarks/cost_constants.py --entries 100000``
+#: (benchmarks/README.md).
 POSTING_US = 3.0
 UNION_ROW_US = 1.0
 ROW_SCORE_US = 15.0
@@ -348,7 +355,8 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
         "w(lex, query, idf) CROSS JOIN LATERAL (SELECT x.rid, {} AS k, {} "
         "AS r FROM {} x WHERE x.cid = {} AND {} @@ w.query OFFSET 0) p "
         "GROUP BY p.rid",
-        total, join(", ", values), word, also, TEXT, literal(int(cid)),
+        total, join(", ", values), word, also, schema.TEXT_TABLE,
+        literal(int(cid)),
         indexed_words(scorer.name, "x")), reads, documents)
 
 
@@ -390,9 +398,10 @@ def df_sql(index_id, cid, tsquery, exact=False):
     words = indexed_words(literal(index_id), "x")
     if exact:
         return q("SELECT count(*) FROM {} x WHERE x.cid = {} AND {} @@ "
-                 "{}::tsquery", TEXT, cid, words, tsquery)
+                 "{}::tsquery", schema.TEXT_TABLE, cid, words, tsquery)
     return q("SELECT count(*) FROM (SELECT 1 FROM {} x WHERE x.cid = {} "
-             "AND {} @@ {}::tsquery LIMIT {}) c", TEXT, cid, words, tsquery,
+             "AND {} @@ {}::tsquery LIMIT {}) c", schema.TEXT_TABLE, cid,
+             words, tsquery,
              literal(DF_EXACT_LIMIT))
 
 
@@ -465,7 +474,8 @@ class _Scorer:
                 return f8(max(int(found), 1))
         return q("(SELECT greatest(count(*), 1) FROM (SELECT 1 FROM {} x "
                  "WHERE {} @@ {}::tsquery{} LIMIT {}) c)",
-                 TEXT, indexed_words(self.name, "x"), literal(tsquery),
+                 schema.TEXT_TABLE, indexed_words(self.name, "x"),
+                 literal(tsquery),
                  self.scope, literal(DF_EXACT_LIMIT))
 
     def word(self, lex):
@@ -490,7 +500,7 @@ class _Scorer:
             "tsvector_to_array(x.tsv) AS a) xa CROSS JOIN LATERAL "
             "unnest({}) AS g(l) WHERE {} @@ {}::tsquery AND {}{} GROUP BY "
             "g.l) y) END)",
-            count, literal(GLOB_EXACT_DOCS), TEXT,
+            count, literal(GLOB_EXACT_DOCS), schema.TEXT_TABLE,
             glob_slice(node, q("xa.a")), indexed_words(self.name, "x"),
             literal(tsquery),
             glob_filter(node, q("g.l")), self.scope)
@@ -592,7 +602,7 @@ class _Scorer:
             source, where = q("(SELECT {}.tsv, {}.dl, {}.tf) t", alias,
                               alias, alias), q("")
         else:
-            source, where = q("{} t", TEXT), q(
+            source, where = q("{} t", schema.TEXT_TABLE), q(
                 " WHERE t.rid = e.rid AND t.name = {}", self.name)
         if not self.globs:
             return q("(SELECT {} FROM {} CROSS JOIN LATERAL (SELECT {}) s"

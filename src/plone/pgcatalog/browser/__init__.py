@@ -1,0 +1,2 @@
+"""Browser views: Site Setup's control panel and the page shown when PostgreSQL
+cannot be reached."""

@@ -1,0 +1,300 @@
+"""A session's snapshot that agrees with its objects' (consistency.py says
+what agreeing means; this module is what a session does about it).
+
+:class:`SnapshotAgreement` is the part of
+:class:`~plone.pgcatalog.pg.session.CatalogSession` that watches the
+catalogs a transaction uses, takes the facts of each new PostgreSQL
+snapshot, waits for the prepared transactions a snapshot behind the objects
+lacks, replaces that snapshot, and raises
+:class:`~plone.pgcatalog.errors.CatalogReadConflictError` when a snapshot
+ahead of them must be read again.  :class:`EarlySnapshot` begins a
+thread's next catalog snapshot as its ZODB transaction begins, where the
+catalog cannot share the storage's snapshot.
+"""
+import logging
+import threading
+import time
+
+import psycopg
+import transaction as transaction_module
+from transaction.interfaces import ISynchronizer
+from zope.interface import implementer
+
+from plone.pgcatalog.errors import CatalogReadConflictError
+from plone.pgcatalog.errors import DatabaseUnavailable
+from plone.pgcatalog.pg import consistency
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import dberrors
+
+logger = logging.getLogger("plone.pgcatalog")
+
+#: seconds a transaction's early snapshot waits for a free connection
+#: (none free: it begins at the first statement, as without)
+EARLY_CHECKOUT = 0.05
+
+
+#: cid -> when the catalog's lag behind its objects was last logged
+_lag_logged = {}
+#: prepared catalog transactions a reader waited for in vain
+_stuck = set()
+
+
+def _lagging(behind, watched):
+    """Log (once a minute per catalog) that a snapshot of its own still
+    lacks commits the ZODB generation counts, with none being finished."""
+    now = time.monotonic()
+    for cid, facts in behind.items():
+        if now - _lag_logged.get(cid, -60.0) < 60.0:
+            continue
+        _lag_logged[cid] = now
+        logger.warning(
+            "catalog %d: PostgreSQL holds %d writing commits, the ZODB "
+            "counts %d, and none is being finished: the catalog lacks "
+            "commits its objects show (an in-doubt transaction rolled back, "
+            "a restored database?); run pgcatalog-verify (docs/verify.md)",
+            cid, facts.stamp, watched[cid])
+
+
+class SnapshotAgreement:
+    """The snapshot-agreement part of a catalog session (a mixin of
+    :class:`~plone.pgcatalog.pg.session.CatalogSession`, whose state it
+    reads and changes: ``watched``, ``facts``, ``begun``, ``conn``,
+    ``snapshot_id``; statements go through the session's ``_send``,
+    ``_run`` and ``_contain``)."""
+
+    def learn_facts(self, cid, stamp, prepared, moved):
+        """What this PostgreSQL transaction's snapshot holds of catalog
+        ``cid`` (consistency.Facts), asked by the result cache."""
+        facts = self.facts[cid] = consistency.Facts(stamp, prepared, moved)
+        return facts
+
+    def _begin_checked(self):
+        """Begin the PostgreSQL transaction in a snapshot that agrees with
+        the objects' (consistency.py) before writes go into it: a snapshot
+        found behind is replaced, which writes sent with it would not
+        survive.  Reads begin with their statement (run again in the new
+        snapshot)."""
+        if self.begun or not self.watched:
+            return
+
+        def failed(conn, exc, fresh):
+            self._contain(conn, exc, False)
+            raise dberrors.translate_error(exc, "BEGIN",
+                                           self.timeout_ms) from None
+
+        self._send(lambda conn, fresh: None, failed)
+
+    def watch(self, cid, generation):
+        """Catalog ``cid`` is used in this transaction, whose ZODB snapshot
+        counts ``generation`` of its writing commits (None: no counter
+        yet): the PostgreSQL snapshot must agree (consistency.py).  A
+        PostgreSQL transaction already begun is checked now."""
+        if generation is None or cid in self.watched:
+            return
+        self.watched[cid] = generation
+        consistency.saw((self.dsn, cid), generation)
+        if not self.begun:
+            return
+        facts = self.facts.get(cid)
+        if facts is not None:
+            # asked with BEGIN (begin_early) or by the result cache
+            rows = [(cid, facts.stamp, facts.prepared, facts.moved)]
+        else:
+            fragment = consistency.facts_sql([cid])
+            rows = self._run(fragment.text, fragment.params, True,
+                             False).fetchall()
+        if not self._agree(rows, 0, end=True):
+            # the next statement begins a snapshot that agrees
+            self._end_snapshot()
+
+    def _agree(self, rows, resnapshots, end=False):
+        """Take the facts of a new snapshot; whether it agrees with the
+        objects' (else it was ended, unless ``end`` leaves that to the
+        caller, and the caller runs again on a new one).  Raises
+        CatalogReadConflictError when it cannot be made to agree."""
+        behind, ahead = {}, {}
+        for cid, stamp, prepared, moved in rows:
+            facts = self.facts[cid] = consistency.Facts(stamp, prepared,
+                                                        moved)
+            generation = self.watched.get(cid)
+            if generation is None:
+                continue
+            if stamp < generation:
+                behind[cid] = facts
+            elif stamp > generation:
+                ahead[cid] = stamp
+        now = time.monotonic()
+        if any(consistency.ahead_verdict((self.dsn, cid), stamp,
+                                         self.watched[cid], now)
+               == consistency.RETRY for cid, stamp in ahead.items()):
+            # commits its objects do not show (this transaction's ZODB
+            # snapshot is older than them): run again in a newer one
+            raise CatalogReadConflictError(
+                "the catalog shows commits that this transaction's objects "
+                "do not (made after its ZODB snapshot); the request is "
+                "retried")
+        if resnapshots:
+            # a snapshot of its own, taken after waiting: it holds exactly
+            # what the objects show, or the request runs again
+            if behind:
+                _lagging(behind, self.watched)
+            return True
+        if not behind:
+            return True
+        waiting = [x for f in behind.values() for x in f.prepared]
+        if waiting and not self._wait_for(waiting):
+            # their process died between the storages' commit and the
+            # catalog's (in-doubt): nothing to wait for, no use retrying;
+            # answered from what is committed until they are resolved
+            return True
+        if self.wrote or self.views_open():
+            raise CatalogReadConflictError(
+                "the catalog's snapshot misses commits the objects show "
+                "(they were being finished); the request is retried")
+        if not end:
+            self._end_snapshot()
+        return False
+
+    def _wait_for(self, xids):
+        """Wait (at most consistency.WAIT seconds) until the prepared
+        transactions ``xids`` are finished (pg_prepared_xacts is the
+        server's present, not the snapshot's); whether they are.  Those
+        that outlived a wait once are not waited for again (their process
+        died: db.resolve_in_doubt finishes them)."""
+        xids = [x for x in xids if x not in _stuck]
+        if not xids:
+            return False
+        deadline = time.monotonic() + consistency.WAIT
+        fragment = consistency.still_prepared_sql(xids)
+        # on a connection of its own: a failure here (a cancel, a timeout)
+        # must not end this session's transaction
+        with db.get_pool(self.dsn).connection() as conn:
+            while time.monotonic() < deadline:
+                if not db.run(conn, fragment).fetchone()[0]:
+                    return True
+                time.sleep(consistency.POLL)
+        _stuck.update(xids)
+        logger.warning("prepared catalog transactions %s still unfinished "
+                       "after %.1f s: their process may have died (they are "
+                       "resolved at the next start, db.resolve_in_doubt)",
+                       sorted(xids), consistency.WAIT)
+        return False
+
+    def _end_snapshot(self):
+        """End this PostgreSQL transaction (it holds no writes) so that the
+        next statement begins a snapshot of its own, newer than the
+        storage's."""
+        try:
+            self.conn.execute("ROLLBACK", prepare=False)
+        except psycopg.Error:
+            self._drop_connection()
+        self.begun = False
+        self.epoch += 1
+        self.facts = {}
+        self.snapshot_id = ""
+
+    # -- a snapshot begun with the ZODB's -----------------------------------
+    def begin_early(self, cids):
+        """Begin the PostgreSQL transaction now, as the ZODB transaction
+        begins (:class:`EarlySnapshot`), with a snapshot of its own and the
+        facts of catalogs ``cids``: a snapshot taken with the ZODB's, not
+        at the first catalog statement, rarely shows commits the objects
+        do not (consistency.py).  Best effort: when no connection is free
+        at once or PostgreSQL fails, the first statement begins as
+        usual."""
+        if self.begun or self.conn is not None:
+            return
+        try:
+            self.conn = db.checkout(self.dsn, timeout=EARLY_CHECKOUT)
+        except DatabaseUnavailable:
+            return
+        conn = self.conn
+        try:
+            self.snapshot_id = ""
+            with conn.pipeline():
+                self._begin_statements(conn)
+                fragment = consistency.facts_sql(cids)
+                cursor = conn.cursor().execute(fragment.text,
+                                               fragment.params)
+            for cid, stamp, prepared, moved in cursor.fetchall():
+                self.facts[cid] = consistency.Facts(stamp, prepared, moved)
+            self.begun = self.early = True
+        except psycopg.Error:
+            self._facts_cursor = None
+            self.snapshot_id = None
+            self.facts = {}
+            self._drop_connection()
+
+
+class EarlySnapshot(threading.local):
+    """Begins a catalog snapshot as a ZODB transaction begins.
+
+    A transaction reads the catalog in a PostgreSQL snapshot and loads
+    objects in a ZODB snapshot.  Where the catalog cannot share the
+    storage's snapshot (ZEO, FileStorage, RelStorage in another database)
+    it takes one of its own; taken at the first catalog statement, some
+    milliseconds after the ZODB's, it may show a commit the objects do not
+    show, and the transaction must run again (consistency.py: a
+    ``ReadConflictError`` Zope retries, after a pause of up to a second).
+    Taken as the ZODB transaction begins (``ISynchronizer.newTransaction``,
+    beside the ZODB connection's own), the two are a round trip apart.
+
+    Per thread: a thread whose last transaction ran a catalog statement in
+    a snapshot of its own begins the next one early
+    (:meth:`SnapshotAgreement.begin_early`); the others (a shared snapshot,
+    no catalog, answers from the result cache alone) are left alone, and
+    pay nothing."""
+
+    dsn = None
+    cids = ()
+    #: ``begin(dsn, cids)``: begins the current transaction's session early
+    #: (set once by session.py, which makes sessions)
+    begin = None
+    #: the transaction managers this thread registered with
+    managers = ()
+
+    def remember(self, session):
+        """The session's transaction ends: whether the thread's next one
+        begins early."""
+        if session.sent and session.snapshot_id == "" and session.watched:
+            self.dsn = session.dsn
+            self.cids = tuple(sorted(session.watched))
+            manager = session.manager
+            if manager is not None and manager not in self.managers:
+                manager.registerSynch(_SYNCHRONIZER)
+                self.managers += (manager,)
+        else:
+            self.cids = ()
+
+    def take(self):
+        cids, self.cids = self.cids, ()
+        return self.dsn, cids
+
+
+early_snapshots = EarlySnapshot()
+
+
+@implementer(ISynchronizer)
+class _Synchronizer:
+
+    def newTransaction(self, txn):
+        dsn, cids = early_snapshots.take()
+        if not cids or early_snapshots.begin is None:
+            return
+        try:
+            manager = transaction_module.manager
+            if manager.get() is not txn:
+                return
+            early_snapshots.begin(dsn, cids)
+        except Exception:  # noqa: B902 - never fail a transaction's begin
+            logger.debug("could not begin the catalog snapshot early",
+                         exc_info=True)
+
+    def beforeCompletion(self, txn):
+        pass
+
+    def afterCompletion(self, txn):
+        pass
+
+
+_SYNCHRONIZER = _Synchronizer()

@@ -1,0 +1,245 @@
+"""Okapi's collection statistics and document frequencies, kept per process.
+
+A relevance score needs, per text index, the number of documents and their
+total length, and per query word the number of documents holding it.
+Counting them reads every text row of the index, so they are kept per
+process:
+
+* **Exact** when the catalog has change counters (``changes.py``; every
+  catalog written to since they came): kept under the counters of the text
+  index, the entries and the "everything" counter in the transaction's
+  ZODB snapshot, and kept only when read from a PostgreSQL snapshot that
+  holds exactly what that ZODB snapshot counts (as the result cache fills:
+  ``store.snapshot_complete``).  A transaction that begins after a
+  committed change of the index's text finds another counter and counts
+  again; an edit of other indexes keeps them.
+* Otherwise (no counters yet) until this process commits catalog writes or
+  TEXT_STATS_TTL seconds pass: another process's writes are then seen by
+  the scores up to that late.
+
+A transaction with its own catalog writes counts them itself (never kept).
+All those a score needs and that are not kept are read in one statement
+(:func:`prefetch`).
+
+A common word (in the index kind's ``pgc_df_limit`` documents or more,
+whose count reads that many rows) is counted exactly once, and its count
+kept COMMON_DF_TTL seconds whatever changes meanwhile: its frequency lags
+by the documents changed in that time, a small part of a big number (the
+scores of a page by relevance at 100,000 entries were ZCatalog's with exact
+frequencies, another page with the frequencies capped at 2,000).  A glob's
+own frequency stays capped (its words' are what ZCatalog scores).
+
+A glob's words are read from the lexicon (``pgcatalog_words``, schema
+version 11) and kept as the frequencies are (:func:`words`): each word is
+then scored with its own frequency, as ZCTextIndex scores a glob.
+"""
+import re
+import time
+
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
+
+#: (dsn, cid, text index) -> (expiry, version, (docs, words))
+_stats = {}
+STATS_MAX = 1000
+TEXT_STATS_TTL = 30.0
+#: (dsn, cid, text index, tsquery) -> (expiry, version, count)
+_df = {}
+DF_MAX = 20000
+_FOREVER = float("inf")
+#: (dsn, cid, text index, tsquery) -> (expiry, count): common words' exact
+#: document frequencies
+_common = {}
+COMMON_DF_TTL = 600.0
+#: (dsn, cid, text index, "words", prefix, pattern) -> (expiry, version,
+#: words or None)
+_words = {}
+#: a glob of more words than this is scored with its own frequency for all
+#: its words (scoring.py: a broad glob such as ``a*``)
+GLOB_WORDS_MAX = 500
+
+
+def forget():
+    _stats.clear()
+    _df.clear()
+    _common.clear()
+    _words.clear()
+
+
+def stats(store, index):
+    """``(documents, total words)`` of text index ``index``."""
+    return _cached(store, index, _stats, STATS_MAX, _stats_key(store, index),
+                   lambda: _count(store.execute(_stats_sql(store, index))
+                                  .fetchone()))
+
+
+def df(store, index, tsquery):
+    """Documents of text index ``index`` matching ``tsquery`` (capped as
+    the index kind says): a word's document frequency."""
+    key = _stats_key(store, index) + (tsquery,)
+    found = _cached(store, index, _df, DF_MAX, key,
+                    lambda: int(store.value(index.pgc_df_sql(store.cid,
+                                                             tsquery))))
+    if not _common_word(index, tsquery, found):
+        return found
+    kept = _common_found(key)
+    if kept is not None:
+        return kept
+    count = int(store.value(index.pgc_df_sql(store.cid, tsquery,
+                                             exact=True)))
+    _keep_common(key, count)
+    return count
+
+
+def words(store, index, prefix, pattern=None):
+    """The lexicon's words that start with ``prefix`` and match ``pattern``
+    (ZCTextIndex's regular expression, Python's, matched as
+    ``Lexicon.globToWordIds`` does), sorted; None when more than
+    GLOB_WORDS_MAX words start with the prefix.  The lexicon is shared by
+    the catalogs and text indexes of the database: a word of another one
+    matches nothing in ``index`` (its document frequency is 0)."""
+    key = _stats_key(store, index) + ("words", prefix, pattern)
+    return _cached(store, index, _words, DF_MAX, key,
+                   lambda: _read_words(store, index, prefix, pattern))
+
+
+def _read_words(store, index, prefix, pattern=None):
+    found = store.value(q(
+        "SELECT array_agg(d.word ORDER BY d.word) FROM (SELECT DISTINCT "
+        "w.word FROM {} w WHERE w.word >= {} AND w.word < {} AND "
+        "starts_with(w.word, {}) LIMIT {}) d", schema.WORDS_TABLE, prefix,
+        prefix + chr(0x10FFFF), prefix, GLOB_WORDS_MAX + 1))
+    found = list(found or ())
+    if len(found) > GLOB_WORDS_MAX:
+        return None
+    if pattern is not None:
+        match = re.compile(pattern).match
+        found = [word for word in found if match(word)]
+    return found
+
+
+def _common_word(index, tsquery, count):
+    """Whether ``count`` (a capped document frequency) is a common word's:
+    counted exactly (not a glob's, see the module docstring)."""
+    limit = index.pgc_df_limit  # (IRankingKind)
+    return limit is not None and count >= limit and ":*" not in tsquery
+
+
+def _common_found(key):
+    """A common word's exact count kept under ``key`` and not expired,
+    else None."""
+    kept = _common.get(key)
+    if kept is not None and kept[0] > time.monotonic():
+        return kept[1]
+    return None
+
+
+def _keep_common(key, count):
+    if len(_common) >= DF_MAX:
+        _common.clear()
+    _common[key] = (time.monotonic() + COMMON_DF_TTL, count)
+
+
+def prefetch(store, index, tsqueries):
+    """Read the statistics of ``index`` and the document frequencies of
+    ``tsqueries`` that are not kept, in one statement."""
+    if store.session.has_writes:
+        return      # never kept: each is counted when asked
+    version = _version(store, index)
+    key = _stats_key(store, index)
+    columns, fill = [], []
+    if _found(_stats, key, version) is None:
+        columns.append(q("({})", _stats_sql(store, index, row=True)))
+        fill.append((_stats, key, STATS_MAX, _count))
+    for tsquery in dict.fromkeys(tsqueries):
+        df_key = key + (tsquery,)
+        if _found(_df, df_key, version) is None:
+            columns.append(q("({})", index.pgc_df_sql(store.cid, tsquery)))
+            fill.append((_df, df_key, DF_MAX, int))
+    if len(columns) < 2:
+        return      # one statement either way
+    _expect(store, version)
+    row = store.execute(q("SELECT {}", join(", ", columns))).fetchone()
+    common = []
+    for value, (cache, cache_key, size, convert) in zip(row, fill):
+        value = convert(value)
+        _keep(store, cache, cache_key, size, version, value)
+        if cache is _df and _common_word(index, cache_key[-1], value) \
+                and _common_found(cache_key) is None:
+            common.append(cache_key)
+    if common:
+        # the common words' exact counts, together
+        row = store.execute(q("SELECT {}", join(", ", [
+            q("({})", index.pgc_df_sql(store.cid, key[-1], exact=True))
+            for key in common]))).fetchone()
+        for key, count in zip(common, row):
+            _keep_common(key, int(count))
+
+
+def _stats_key(store, index):
+    return (store.session.dsn, store.cid, index.getId())
+
+
+def _stats_sql(store, index, row=False):
+    columns = "row(count(*), coalesce(sum({}), 0))" if row else \
+        "count(*), coalesce(sum({}), 0)"
+    return q("SELECT " + columns + " FROM {} JOIN {} ON e.rid = t.rid "
+             "WHERE e.cid = {} AND t.name = {}", index.pgc_doclen_sql("t"),
+             schema.FROM_TEXT, schema.FROM_ENTRIES, store.cid, index.getId())
+
+
+def _count(row):
+    return int(row[0]), int(row[1])
+
+
+def _version(store, index):
+    """What the kept values of ``index`` are exact for in this
+    transaction: its change counters, or the process's commit count (with
+    the time-to-live) when the catalog has none."""
+    counters = store.counters
+    if counters is None:
+        return ("process", db.commit_generation())
+    return ("counters", counters.token, counters.all, counters.rows,
+            counters.names.get(index.getId(), 0))
+
+
+def _cached(store, index, cache, size, key, compute):
+    if store.session.has_writes:
+        return compute()
+    version = _version(store, index)
+    found = _found(cache, key, version)
+    if found is not None:
+        return found[0]
+    _expect(store, version)
+    value = compute()
+    _keep(store, cache, key, size, version, value)
+    return value
+
+
+def _found(cache, key, version):
+    """``(value,)`` kept under ``key`` for ``version``, else None."""
+    found = cache.get(key)
+    if found is not None and found[1] == version and \
+            found[0] > time.monotonic():
+        return (found[2],)
+    return None
+
+
+def _expect(store, version):
+    if version[0] == "counters":
+        # whether the snapshot may fill: asked with the same statement
+        store.expect_fill()
+
+
+def _keep(store, cache, key, size, version, value):
+    if version[0] == "counters":
+        if not store.snapshot_complete(store.cache_generation):
+            return      # read for this transaction only
+        expiry = _FOREVER
+    else:
+        expiry = time.monotonic() + TEXT_STATS_TTL
+    if len(cache) >= size:
+        cache.clear()
+    cache[key] = (expiry, version, value)

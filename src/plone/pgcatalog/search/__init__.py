@@ -1,0 +1,2 @@
+"""Search: a ZCatalog query read, planned, answered in SQL, and its result
+sequence, brains and result cache."""

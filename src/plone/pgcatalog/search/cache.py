@@ -1,0 +1,345 @@
+"""The result cache: answers kept in the process, exact, no statement on a hit.
+
+Why it is exact:
+
+* Every transaction that commits catalog writes increments the catalog's
+  generation, a ``BTrees.Length.Length`` on the tool (conflict-resolving:
+  concurrent writers never conflict on it), before its commit starts, and
+  counts what it changed in the tool's change counters (``changes.py``:
+  per index, entries added or removed, metadata per rid).  A request reads
+  both through its own ZODB connection, so it sees the values of its ZODB
+  snapshot at no cost (the ZODB cache; the storage's invalidations say when
+  they changed).
+* Keys: the catalog (database, tool key), the change counters of what the
+  query reads (the indexes it names or sorts on, the entries, the
+  "everything" counter), the catalog's configuration (indexes, metadata
+  columns) and the effective query after CMFPlone's additions (roles and
+  users; ``effectiveRange`` in the minutes DateRangeIndex compares),
+  canonicalised by value *and type*.  A value that cannot be keyed exactly
+  (an unknown type) bypasses the cache.  A transaction that began after a
+  committed write to something an answer read finds another counter, so
+  never that answer.
+* Fills: an answer read in PostgreSQL is stored (under the counters of
+  a snapshot whose generation is G) only when its PostgreSQL snapshot
+  holds exactly the writes G counts.  The generation
+  starts at the catalog's change stamp (the number of its writing commits,
+  ``pgcatalog_commits``) and both go up by one with every writing
+  transaction; so the snapshot's stamp must equal G, and no writing
+  transaction may have been in progress when the snapshot was taken
+  (:meth:`~plone.pgcatalog.pg.store.CatalogStore.snapshot_complete`, one
+  statement per transaction that misses).  The stamp check does not rely on
+  how the PostgreSQL snapshot relates in time to the ZODB's (measured: a
+  RelStorage reader can load a newer generation than the snapshot its
+  catalog statements see): with two-phase commit the catalog commits
+  after the storages, so a visible catalog commit is always counted by G
+  and an equal count means the same set.  A transaction whose catalog part
+  committed while its ZODB part failed (possible without two-phase commit
+  only) leaves the stamp ahead of the generation: nothing is filled after
+  it, answers are read from PostgreSQL (correct, not cached) until the
+  counter is resynchronised (remove the tool's ``_pgc_generation``: the
+  next write makes it again from the stamp; docs/cache.md).
+  Otherwise the answer serves its own transaction only.
+* A transaction with its own catalog writes (pending or sent) neither reads
+  nor fills the cache (read-your-own-writes).
+
+Bounded (``cache-mb``, 64 MB by default) with LRU eviction; ``stats()`` for
+code and the ZMI status page; ``cache off`` / ``PGCATALOG_CACHE=off`` turns
+it off.
+"""
+import logging
+import threading
+import time
+from collections import OrderedDict
+
+from Acquisition import aq_base
+from DateTime import DateTime
+
+from plone.pgcatalog import config
+from plone.pgcatalog.changes import read_names
+from plone.pgcatalog.indexes.interfaces import IQueryValueKind
+
+logger = logging.getLogger("plone.pgcatalog")
+
+#: the log says a cache fills nothing once this many answers were refused
+#: since the last fill ...
+SAY_AFTER = 20
+#: ... and that many seconds went by (and not more often)
+SAY_EVERY = 60.0
+#: what the reasons mean, for the log
+REASONS = (
+    "count: the snapshot held another number of the catalog's commits "
+    "than the ZODB's (a commit finishing; for good: a catalog commit whose "
+    "ZODB part failed, see docs/cache.md); writer: a writer of this catalog "
+    "was committing as the snapshot began (a prepared transaction left "
+    "behind shows in pg_prepared_xacts).")
+
+
+class Unkeyable(Exception):
+    """A query value the cache cannot key exactly."""
+
+
+_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+def canonical(value):
+    """A hashable key for ``value``, equal only for values equal in value
+    and type; Unkeyable otherwise."""
+    kind = type(value)
+    if kind in _SCALARS:
+        if kind is float and value != value:
+            raise Unkeyable("NaN")
+        return (kind.__name__, value)
+    if isinstance(value, str):
+        # Message and other str subclasses: the catalog stores and compares
+        # them as plain strings (indexes/common.stored)
+        return ("str", str(value))
+    if kind in (list, tuple):
+        return (kind.__name__, tuple(canonical(v) for v in value))
+    if kind in (set, frozenset):
+        items = [canonical(v) for v in value]
+        try:
+            return (kind.__name__, tuple(sorted(items)))
+        except TypeError:
+            raise Unkeyable("unsortable set")
+    if kind is dict:
+        items = [(canonical(k), canonical(v)) for k, v in value.items()]
+        try:
+            return ("dict", tuple(sorted(items)))
+        except TypeError:
+            raise Unkeyable("unsortable keys")
+    if kind is DateTime:
+        return ("DateTime", value.micros(), value.timezone())
+    raise Unkeyable(kind.__name__)
+
+
+def _value_key(index, value):
+    """One query value (not a dict nor a list) of an IQueryValueKind
+    index as the index compares it (a tagged tuple), or None when it
+    compares the value as given."""
+    try:
+        return index.pgc_query_value(value)
+    except Exception:  # noqa: B902 - the search raises it, in order
+        raise Unkeyable("query value")
+
+
+def _compared(index, value):
+    """A query value of an IQueryValueKind index (a DateRangeIndex: a
+    DateTime counts as its minutes) with each of its values as the index
+    compares them."""
+    if isinstance(value, dict):
+        value = dict(value)
+        if "query" in value:
+            value["query"] = _compared(index, value["query"])
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_compared(index, v) for v in value)
+    key = _value_key(index, value)
+    return value if key is None else key
+
+
+def query_key(catalog, query):
+    """The canonical key of a merged query dict on ``catalog``."""
+    items = []
+    for name, value in query.items():
+        if not isinstance(name, str):
+            raise Unkeyable("key")
+        if name in catalog._indexes:
+            index = catalog.getIndex(name)
+            if IQueryValueKind.providedBy(index):
+                key = None if isinstance(value, (dict, list, tuple)) \
+                    else _value_key(index, value)
+                if key is not None:
+                    # one value, converted: its tag keeps it apart from
+                    # every canonical() key
+                    items.append((name, key))
+                    continue
+                value = _compared(index, value)
+        items.append((name, canonical(value)))
+    return tuple(sorted(items, key=lambda item: item[0]))
+
+
+class ResultCache:
+    """Answers by key, LRU within a byte budget (thread-safe)."""
+
+    def __init__(self, max_bytes):
+        self.max_bytes = max_bytes
+        self.entries = OrderedDict()
+        self.sizes = {}
+        self.bytes = 0
+        self.hits = self.misses = self.evictions = 0
+        self.bypasses = self.unfilled = 0
+        #: answers not filled, by reason (consistency.refusal)
+        self.refusals = {}
+        #: when an answer was last filled (time.time()), and when the
+        #: cache last said it could not fill
+        self.last_fill = None
+        self._last_said = 0.0
+        self._since_fill = 0
+        self._started = time.time()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            answer = self.entries.get(key)
+            if answer is None:
+                self.misses += 1
+                return None
+            self.entries.move_to_end(key)
+            self.hits += 1
+            return answer
+
+    def refused(self, reason):
+        """An answer read from PostgreSQL was not filled (``reason``:
+        consistency.COUNT or consistency.WRITER).  When nothing was filled
+        for a while although answers were refused, say so in the log (once
+        every :data:`SAY_EVERY` seconds): a cache that cannot fill costs
+        every search a statement."""
+        now = time.time()
+        with self.lock:
+            self.unfilled += 1
+            self.refusals[reason] = self.refusals.get(reason, 0) + 1
+            self._since_fill += 1
+            quiet = now - (self.last_fill or self._started)
+            if self._since_fill < SAY_AFTER or quiet < SAY_EVERY or \
+                    now - self._last_said < SAY_EVERY:
+                return
+            self._last_said = now
+            since, refusals = self._since_fill, dict(self.refusals)
+        logger.warning(
+            "the result cache filled nothing for %d s: %d answers refused "
+            "since (by reason, this process: %s).  %s", quiet, since,
+            ", ".join("%s %d" % item for item in sorted(refusals.items())),
+            REASONS)
+
+    def put(self, key, answer):
+        size = answer.size()
+        if size > self.max_bytes:
+            return
+        with self.lock:
+            self.last_fill = time.time()
+            self._since_fill = 0
+            if key in self.entries:
+                return
+            answer.cache = self
+            answer.shared = True
+            self.entries[key] = answer
+            self.sizes[id(answer)] = size
+            self.bytes += size
+            self._evict()
+
+    def grew(self, answer, size):
+        with self.lock:
+            if id(answer) in self.sizes:
+                self.sizes[id(answer)] += size
+                self.bytes += size
+                self._evict()
+
+    def _evict(self):
+        while self.bytes > self.max_bytes and self.entries:
+            _key, old = self.entries.popitem(last=False)
+            self.bytes -= self.sizes.pop(id(old), 0)
+            old.cache = None
+            self.evictions += 1
+
+    def clear(self):
+        with self.lock:
+            for answer in self.entries.values():
+                answer.cache = None
+            self.entries.clear()
+            self.sizes.clear()
+            self.bytes = 0
+
+    def stats(self):
+        with self.lock:
+            return {"entries": len(self.entries), "bytes": self.bytes,
+                    "max_bytes": self.max_bytes, "hits": self.hits,
+                    "misses": self.misses, "evictions": self.evictions,
+                    "bypasses": self.bypasses, "unfilled": self.unfilled,
+                    "unfilled_count": self.refusals.get("count", 0),
+                    "unfilled_writer": self.refusals.get("writer", 0),
+                    "last_fill": None if self.last_fill is None else
+                    time.strftime("%Y-%m-%d %H:%M:%S",
+                                  time.localtime(self.last_fill))}
+
+
+_cache = []
+_cache_lock = threading.Lock()
+
+
+def get_cache():
+    """This process's result cache, or None when turned off."""
+    if not config.get_cache():
+        return None
+    if not _cache:
+        with _cache_lock:
+            if not _cache:
+                _cache.append(ResultCache(
+                    int(config.get_cache_mb() * 1024 * 1024)))
+    return _cache[0]
+
+
+def stats():
+    """The cache's figures (None when it is off)."""
+    cache = get_cache()
+    return None if cache is None else cache.stats()
+
+
+def forget():
+    """Empty the cache (tests that rewind the database)."""
+    if _cache:
+        _cache[0].clear()
+
+
+def generation(tool):
+    """The catalog's generation in this transaction's ZODB snapshot (None:
+    no counter yet: nothing is cached)."""
+    # getattr, not __dict__: a ghost's __dict__ is empty until loaded
+    counter = getattr(aq_base(tool), "_pgc_generation", None)
+    return None if counter is None else counter()
+
+
+def view(tool, store):
+    """Give ``store`` this transaction's view of ``tool``'s changes: its
+    generation (fill checks) and change counters (changes.py), both from
+    the ZODB snapshot (no statement), or None when the catalog has none
+    yet.  The result cache, the kept text statistics (textstats.py) and
+    the kept catalog-wide values (``CatalogStore.stamped``) read them."""
+    gen = generation(tool)
+    counters = getattr(aq_base(tool), "_pgc_changes", None)
+    if gen is None or counters is None:
+        gen = counters = None
+    store.cache_generation = gen
+    store.counters = counters
+
+
+def key_for(tool, store, query):
+    """``(cache, key)`` of ``query`` on ``tool`` in this transaction, or
+    ``(None, None)`` (cache off, own writes, no counters yet, a value that
+    cannot be keyed).  The key holds the change counters of what the query
+    reads (changes.py): the indexes it names or sorts on, the entries that
+    exist, every answer's ``all``.  The transaction's generation (the fill
+    check's) and its change counters go to ``store``."""
+    view(tool, store)
+    base = aq_base(tool)
+    counters = store.counters
+    cache = get_cache()
+    if cache is None:
+        return None, None
+    session = store.session
+    if store.wrote or session.pending or session.has_writes:
+        cache.bypasses += 1
+        return None, None
+    catalog = tool._catalog
+    try:
+        if counters is None:
+            raise Unkeyable("no counters")
+        qkey = query_key(catalog, query)
+    except Unkeyable:
+        cache.bypasses += 1
+        return None, None
+    counts = counters.names
+    names = read_names(catalog, query)
+    return cache, (session.dsn, base._pgc_key, counters.token, counters.all,
+                   counters.rows, tuple(catalog._indexes),
+                   tuple(catalog.names), qkey,
+                   tuple([counts.get(name, 0) for name in names]))

@@ -99,6 +99,36 @@ def add_child_options(parser):
     parser.add_argument("--env", action="append")
 
 
+#: where a backend process writes the log records of Zope, Plone and the
+#: catalog (set by the parent per backend; unset: a file named after the
+#: backend in the system's temporary directory)
+LOG_ENV = "PGCATALOG_BENCH_LOG"
+
+
+def log_file_for(name, output=None, kind="bench"):
+    """The log file of backend ``name``: beside ``output`` (its name with
+    ``.<name>.log``) or in the current directory."""
+    base = os.path.splitext(output)[0] if output else kind
+    return os.path.abspath("%s.%s.log" % (base, name))
+
+
+def send_logs_to_file(name):
+    """Zope's, Plone's and the catalog's log records (WARNING and above:
+    GenericSetup, behaviors, MimetypesRegistry...) and Python warnings go
+    to a file, not between the benchmark's progress lines; says where."""
+    path = os.environ.get(LOG_ENV) or os.path.join(
+        tempfile.gettempdir(), "pgcatalog-bench-%s.log" % name)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)
+    log(name, "log of Zope, Plone and the catalog:", path)
+    return path
+
+
 def child_environment(backend, dsn):
     """The environment of a child process: ours, with ``PGCATALOG_DSN`` set
     to the backend's database for pgcatalog and unset otherwise."""
@@ -210,7 +240,7 @@ def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
     for item in env_items or ():
         key, _, value = item.partition("=")
         os.environ[key] = value
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    send_logs_to_file(name)
     workdir = tempfile.mkdtemp(prefix="%s%s-" % (workdir_prefix, name))
     atexit.register(shutil.rmtree, workdir, True)
     t0 = time.perf_counter()

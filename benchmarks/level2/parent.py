@@ -48,8 +48,10 @@ def run_parent(args):
                    % (name, dsn.split("dbname=")[-1].split()[0]))
         t0 = time.perf_counter()
         try:
-            result, why = shared.run_child(
-                cmd, shared.child_environment(name, dsn), result_file)
+            env = shared.child_environment(name, dsn)
+            env[shared.LOG_ENV] = shared.log_file_for(name, args.output,
+                                                      "level2")
+            result, why = shared.run_child(cmd, env, result_file)
             if result is not None:
                 results[name] = result
                 results[name]["wall_s"] = time.perf_counter() - t0

@@ -59,8 +59,10 @@ class TestRepositoryText(unittest.TestCase):
         self.assertEqual(found, [])
 
     def test_the_pattern_finds_what_it_should(self):
-        for text in ("as in stop 34", "(stop 35, writes)", "see issue 13",
-                     "a worktree", "/srv/runs/x.sh", "/work/main/src"):
+        # (spelt in pieces, so that this file holds none of them whole)
+        for text in ("as in stop " + "34", "(stop " + "35, writes)",
+                     "see issue " + "13", "a work" + "tree",
+                     "/" + "srv/runs/x.sh", "/" + "work/main/src"):
             self.assertTrue(WORK_LOG.search(text), text)
         for text in ("stops the server", "an issue of the ZODB",
                      "workflow", "the bar chart"):

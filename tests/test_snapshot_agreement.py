@@ -157,6 +157,39 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
         self.assertEqual(found, ["first"])
         self.after()
 
+    def test_early_snapshot_in_every_thread(self):
+        """Zope's request threads begin early too, not only the thread
+        that imported the package: a thread of its own, with its own ZODB
+        connection, whose last transaction read the catalog."""
+        db = aq_base(self.portal)._p_jar.db()
+        path = self.portal.getPhysicalPath()
+        found, failures = [], []
+
+        def work():
+            conn = db.open()
+            try:
+                app = makerequest(conn.root()["Application"])
+                site = app.unrestrictedTraverse(path)
+                setSite(site)
+                catalog = site.portal_catalog
+                result_cache.forget()
+                catalog.unrestrictedSearchResults(Title="Agreed")
+                transaction.abort()
+                transaction.begin()
+                found.append(catalog._pgc_store().session.early)
+            except Exception as exc:  # noqa: B902 - reported by the test
+                failures.append(exc)
+            finally:
+                transaction.abort()
+                setSite(None)
+                conn.close()
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join(120)
+        self.assertEqual(failures, [])
+        self.assertEqual(found, [True])
+
     def test_no_early_snapshot_after_cached_answers(self):
         """A thread whose last transaction asked PostgreSQL nothing (its
         answers came from the result cache) begins the next one as usual:

@@ -247,9 +247,6 @@ class EarlySnapshot(threading.local):
 
     dsn = None
     cids = ()
-    #: ``begin(dsn, cids)``: begins the current transaction's session early
-    #: (set once by session.py, which makes sessions)
-    begin = None
     #: the transaction managers this thread registered with
     managers = ()
 
@@ -257,12 +254,15 @@ class EarlySnapshot(threading.local):
         """The session's transaction ends: whether the thread's next one
         begins early."""
         if session.sent and session.snapshot_id == "" and session.watched:
-            self.dsn = session.dsn
-            self.cids = tuple(sorted(session.watched))
             manager = session.manager
             if manager is not None and manager not in self.managers:
+                # registering calls newTransaction at once, with the
+                # transaction that is ending: nothing to begin for it yet
+                self.cids = ()
                 manager.registerSynch(_SYNCHRONIZER)
                 self.managers += (manager,)
+            self.dsn = session.dsn
+            self.cids = tuple(sorted(session.watched))
         else:
             self.cids = ()
 
@@ -273,19 +273,29 @@ class EarlySnapshot(threading.local):
 
 early_snapshots = EarlySnapshot()
 
+#: ``begin(dsn, cids)``: begins the current transaction's session early
+#: (every thread's: not a thread-local attribute); given by session.py,
+#: which makes sessions (begin_early_with)
+_begin = []
+
+
+def begin_early_with(begin):
+    """Early snapshots begin with ``begin(dsn, cids)`` (session.py)."""
+    _begin[:] = [begin]
+
 
 @implementer(ISynchronizer)
 class _Synchronizer:
 
     def newTransaction(self, txn):
         dsn, cids = early_snapshots.take()
-        if not cids or early_snapshots.begin is None:
+        if not cids or not _begin:
             return
         try:
             manager = transaction_module.manager
             if manager.get() is not txn:
                 return
-            early_snapshots.begin(dsn, cids)
+            _begin[0](dsn, cids)
         except Exception:  # noqa: B902 - never fail a transaction's begin
             logger.debug("could not begin the catalog snapshot early",
                          exc_info=True)

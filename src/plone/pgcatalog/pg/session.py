@@ -561,4 +561,4 @@ def _begin_early(dsn, cids):
     current_session(dsn).begin_early(cids)
 
 
-agreement.early_snapshots.begin = _begin_early
+agreement.begin_early_with(_begin_early)

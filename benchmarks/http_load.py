@@ -63,7 +63,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import urllib.parse
@@ -250,31 +249,9 @@ def instance_env():
 def make_instance(home, dsn, threads, env):
     """``mkwsgiinstance`` in ``home``, the DSN (if any) in its zope.conf,
     waitress on a free port of 127.0.0.1 with ``threads`` threads:
-    (home, password, port).  As ``zopeprocess.make_instance``, without a
-    DSN for the stock backend."""
-    password = "".join(random.choice("abcdefghijklmnopqrstuvwxyz")
-                       for _ in range(16))
-    run([BIN / "mkwsgiinstance", "-d", home,
-         "-u", "%s:%s" % (zopeprocess.ADMIN, password)], env)
-    if dsn:
-        with open(home / "etc" / "zope.conf", "a") as f:
-            f.write(textwrap.dedent("""
-                <product-config plone.pgcatalog>
-                    dsn %s
-                </product-config>
-                """) % dsn)
-    port = zopeprocess.free_port()
-    ini = home / "etc" / "zope.ini"
-    lines = []
-    for line in ini.read_text().splitlines():
-        if line.startswith("host ="):
-            line = "host = 127.0.0.1"
-        elif line.startswith("port ="):
-            line = "port = %d" % port
-            lines.append("threads = %d" % threads)
-        lines.append(line)
-    ini.write_text("\n".join(lines) + "\n")
-    return home, password, port
+    (home, password, port) (``zopeprocess.make_instance``)."""
+    return zopeprocess.make_instance(lambda argv: run(argv, env), BIN, home,
+                                     dsn or None, threads)
 
 
 class Server(zopeprocess.Server):

@@ -36,18 +36,20 @@ def free_port():
 
 def make_instance(run, bin_dir, home, dsn, threads=None):
     """An instance made as Plone's documentation says for a pip install,
-    with the catalog's DSN in its zope.conf and a free port on 127.0.0.1:
-    (home, password, port).  ``run(argv)`` runs a command (and fails the
-    test if it fails); ``threads``: waitress's, if not its default."""
+    with the catalog's DSN in its zope.conf (None: none, a stock site's
+    instance) and a free port on 127.0.0.1: (home, password, port).
+    ``run(argv)`` runs a command (and fails the test if it fails);
+    ``threads``: waitress's, if not its default."""
     password = "".join(random.choice(string.ascii_letters) for _ in range(16))
     run([bin_dir / "mkwsgiinstance", "-d", home,
          "-u", "%s:%s" % (ADMIN, password)])
-    with open(home / "etc" / "zope.conf", "a") as f:
-        f.write(textwrap.dedent("""
-            <product-config plone.pgcatalog>
-                dsn %s
-            </product-config>
-            """) % dsn)
+    if dsn is not None:
+        with open(home / "etc" / "zope.conf", "a") as f:
+            f.write(textwrap.dedent("""
+                <product-config plone.pgcatalog>
+                    dsn %s
+                </product-config>
+                """) % dsn)
     port = free_port()
     ini = home / "etc" / "zope.ini"
     lines = []

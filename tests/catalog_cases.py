@@ -1,4 +1,4 @@
-"""Test case bases shared by several test modules."""
+"""Test case bases and helpers shared by several test modules."""
 import os
 import unittest
 
@@ -7,6 +7,9 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
 
@@ -30,3 +33,18 @@ class ManagerWithoutCache(unittest.TestCase):
             os.environ.pop("PGCATALOG_CACHE", None)
         else:
             os.environ["PGCATALOG_CACHE"] = self._cache
+
+
+def rows(key):
+    """Every row of catalog ``key``: {path: (index document, metadata,
+    {text index: tsvector})} (committed state)."""
+    with db.get_pool().connection() as conn:
+        found = db.run(conn, q(
+            "SELECT e.path, e.idx, m.meta::jsonb, (SELECT "
+            "jsonb_object_agg(t.name, t.tsv::text) FROM pgcatalog_text t "
+            "WHERE t.rid = e.rid) FROM pgcatalog_entries e JOIN "
+            "pgcatalog_catalogs c ON c.cid = e.cid LEFT JOIN pgcatalog_meta "
+            "m ON m.rid = e.rid WHERE c.key = {}", key)).fetchall()
+    # metadata as {column: stored value} (a record names its layout)
+    return {path: (idx, None if meta is None else codec.meta_dict(meta),
+                   text or {}) for path, idx, meta, text in found}

@@ -5,6 +5,7 @@ import time
 import unittest
 
 import transaction
+from catalog_cases import rows
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
@@ -14,7 +15,6 @@ from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
 from plone.pgcatalog.buildstate import DONE
-from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.ops import mirror as mirror_module
 from plone.pgcatalog.ops.rebuild import BuildError
 from plone.pgcatalog.ops.rebuild import OnlineRebuild
@@ -42,20 +42,6 @@ class Recorder:
     def finish(self):
         self.calls.append(("finish",))
 
-
-def rows(key):
-    """Every row of catalog ``key``: {path: (index document, metadata,
-    {text index: tsvector})} (committed state)."""
-    with db.get_pool().connection() as conn:
-        found = db.run(conn, q(
-            "SELECT e.path, e.idx, m.meta::jsonb, (SELECT "
-            "jsonb_object_agg(t.name, t.tsv::text) FROM pgcatalog_text t "
-            "WHERE t.rid = e.rid) FROM pgcatalog_entries e JOIN "
-            "pgcatalog_catalogs c ON c.cid = e.cid LEFT JOIN pgcatalog_meta "
-            "m ON m.rid = e.rid WHERE c.key = {}", key)).fetchall()
-    # metadata as {column: stored value} (a record names its layout)
-    return {path: (idx, None if meta is None else codec.meta_dict(meta),
-                   text or {}) for path, idx, meta, text in found}
 
 
 def open_site(conn):

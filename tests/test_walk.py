@@ -8,6 +8,7 @@ import os
 import unittest
 
 import transaction
+from catalog_cases import rows
 from plone.app.contenttypes.content import Document
 from plone.app.testing import PLONE_FIXTURE
 from plone.app.testing import TEST_USER_ID
@@ -21,14 +22,11 @@ from Products.CMFCore.indexing import filterTemporaryItems
 from Products.CMFCore.indexing import processQueue
 
 import plone.pgcatalog
-from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.ops import shadow
 from plone.pgcatalog.ops import verify
 from plone.pgcatalog.ops.rebuild import OnlineRebuild
 from plone.pgcatalog.ops.walk import objects
 from plone.pgcatalog.ops.walk import walk
-from plone.pgcatalog.pg import db
-from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import CatalogStateLayerMixin
 from plone.pgcatalog.testing.layers import PGCATALOG_DATABASE
@@ -62,19 +60,6 @@ class ShadowFixture(CatalogStateLayerMixin, PloneSandboxLayer):
 SHADOW_TESTING = PGCatalogFunctionalTesting(
     bases=(ShadowFixture(),), name="PGCatalog:WalkShadow")
 
-
-def rows(key):
-    """Every row of catalog ``key``: {path: (index document, metadata,
-    {text index: tsvector})} (committed state)."""
-    with db.get_pool().connection() as conn:
-        found = db.run(conn, q(
-            "SELECT e.path, e.idx, m.meta::jsonb, (SELECT "
-            "jsonb_object_agg(t.name, t.tsv::text) FROM pgcatalog_text t "
-            "WHERE t.rid = e.rid) FROM pgcatalog_entries e JOIN "
-            "pgcatalog_catalogs c ON c.cid = e.cid LEFT JOIN pgcatalog_meta "
-            "m ON m.rid = e.rid WHERE c.key = {}", key)).fetchall()
-    return {path: (idx, None if meta is None else codec.meta_dict(meta),
-                   text or {}) for path, idx, meta, text in found}
 
 
 class TemporaryDocument(Document):

@@ -227,3 +227,27 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
             transaction.abort()
             registry[record] = saved
             transaction.commit()
+
+    def test_facts_run_with_a_generic_plan(self):
+        """The facts asked with each snapshot (early or at the first
+        statement) are prepared and run with a generic plan, never planned
+        with their values; the transaction keeps its configured mode."""
+        for early in (True, False, True, False):
+            self.warm()
+            if early:
+                transaction.begin()
+            else:
+                transaction.abort()
+            result_cache.forget()
+            self.catalog.unrestrictedSearchResults(portal_type="Document")
+            session = self.catalog._pgc_store().session
+            self.assertEqual(session.execute(
+                "SHOW plan_cache_mode").fetchone()[0], "auto")
+            plans = session.execute(
+                "SELECT generic_plans, custom_plans FROM "
+                "pg_prepared_statements WHERE strpos(statement, "
+                "'pg_snapshot_xip') > 0").fetchall()
+            self.assertTrue(plans)
+            self.assertEqual([custom for _generic, custom in plans],
+                             [0] * len(plans))
+            self.assertGreaterEqual(sum(g for g, _custom in plans), 1)

@@ -20,6 +20,7 @@ import transaction as transaction_module
 from transaction.interfaces import ISynchronizer
 from zope.interface import implementer
 
+from plone.pgcatalog import config
 from plone.pgcatalog.errors import CatalogReadConflictError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import consistency
@@ -213,9 +214,8 @@ class SnapshotAgreement:
             self.snapshot_id = ""
             with conn.pipeline():
                 self._begin_statements(conn)
-                fragment = consistency.facts_sql(cids)
-                cursor = conn.cursor().execute(fragment.text,
-                                               fragment.params)
+                cursor = consistency.queue_facts(
+                    conn, cids, config.get_plan_cache_mode())
             for cid, stamp, prepared, moved in cursor.fetchall():
                 self.facts[cid] = consistency.Facts(stamp, prepared, moved)
             self.begun = self.early = True

@@ -48,6 +48,7 @@ transaction prepared in another database do not.
 """
 import logging
 
+from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
@@ -134,6 +135,24 @@ def facts_sql(cids):
         "'committed') FROM {} c WHERE c.cid = ANY({}::int[])",
         schema.COMMITS_TABLE, GID_PREFIX + "%", schema.CATALOGS_TABLE,
         sorted(cids))
+
+
+#: the facts statement's plan is the same whatever its values: it is
+#: prepared and always runs with a generic plan (planned with its values it
+#: cost 0.15-0.3 ms of planning in every transaction)
+_GENERIC = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+
+def queue_facts(conn, cids, plan_cache_mode):
+    """Queue :func:`facts_sql` of catalogs ``cids`` on ``conn`` in its
+    transaction (a pipeline), with a generic plan, then give the
+    transaction its ``plan_cache_mode`` back; the facts' cursor."""
+    fragment = facts_sql(cids)
+    conn.execute(_GENERIC, prepare=False)
+    cursor = conn.execute(fragment.text, fragment.params, prepare=True)
+    mode = q("SET LOCAL plan_cache_mode = {}", literal(plan_cache_mode))
+    conn.execute(mode.text, prepare=False)
+    return cursor
 
 
 def commits_of_sql(xid):

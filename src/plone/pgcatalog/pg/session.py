@@ -294,9 +294,8 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         self._facts_cursor = None
         if self.watched:
             # does the snapshot agree with the objects'? (consistency.py)
-            fragment = consistency.facts_sql(self.watched)
-            self._facts_cursor = conn.cursor().execute(
-                fragment.text, fragment.params)
+            self._facts_cursor = consistency.queue_facts(
+                conn, self.watched, config.get_plan_cache_mode())
 
     def _unlimited(self, conn):
         """Lift the reads' statement timeout for the writes queued next (the

@@ -44,6 +44,7 @@ from plone.pgcatalog.pg.store import store_for
 from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.toolapi.admin import ADMIN_TABS
 from plone.pgcatalog.toolapi.admin import AdminAPI
+from plone.pgcatalog.toolapi.facets import FacetsAPI
 from plone.pgcatalog.toolapi.indexes import IndexesAPI
 from plone.pgcatalog.toolapi.indexing import IndexingAPI
 from plone.pgcatalog.toolapi.maintenance import MaintenanceAPI
@@ -55,9 +56,9 @@ from plone.pgcatalog.toolapi.verifying import VerifyAPI
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
-class PGCatalogTool(SearchAPI, IndexingAPI, RecordsAPI, IndexesAPI,
-                    MaintenanceAPI, AdminAPI, ShadowAPI, VerifyAPI,
-                    UniqueObject, Folder):
+class PGCatalogTool(SearchAPI, FacetsAPI, IndexingAPI, RecordsAPI,
+                    IndexesAPI, MaintenanceAPI, AdminAPI, ShadowAPI,
+                    VerifyAPI, UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"

@@ -27,6 +27,7 @@ from plone.pgcatalog.pg import layouts
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg import outside
 from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import ident
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
@@ -425,19 +426,22 @@ class CatalogStore(outside.EntriesOutside):
             "SELECT count(*) FROM {} WHERE e.cid = {} AND e.idx ? {}",
             schema.FROM_ENTRIES, self.cid, index.getId()))
 
-    def value_counts(self, index):
+    def value_counts(self, index, rids=None):
         """``[(raw value, documents)]`` of ``index`` (keyword arrays
-        counted per element)."""
+        counted per element), over every entry or the entries ``rids``."""
         key = index.pgc_key_sql()
+        among = TRUE if rids is None else q("e.rid = ANY({})", list(rids))
         if index.pgc_multi:
             key = lists.expanded_sql(key)
             return self.rows(q(
                 "SELECT v, count(*) FROM {}, jsonb_array_elements(CASE WHEN "
                 "jsonb_typeof({}) = 'array' THEN {} END) AS v WHERE e.cid = "
-                "{} GROUP BY v", schema.FROM_ENTRIES, key, key, self.cid))
+                "{} AND {} GROUP BY v", schema.FROM_ENTRIES, key, key,
+                self.cid, among))
         return self.rows(q(
             "SELECT {} AS v, count(*) FROM {} WHERE e.cid = {} AND e.idx ? {}"
-            " GROUP BY 1", key, schema.FROM_ENTRIES, self.cid, index.getId()))
+            " AND {} GROUP BY 1", key, schema.FROM_ENTRIES, self.cid,
+            index.getId(), among))
 
     def distinct_values(self, index, cap=SORT_INDEX_SIZE_CAP):
         """Distinct values of ``index``, counted up to ``cap``."""

@@ -14,6 +14,7 @@ from plone.pgcatalog.errors import CatalogStatementTimeout
 from plone.pgcatalog.search import slowlog
 from plone.pgcatalog.search.cache import key_for
 from plone.pgcatalog.search.compiler import compile_search
+from plone.pgcatalog.search.lazy import LazyRids
 from plone.pgcatalog.search.query import BatchWindow
 from plone.pgcatalog.search.query import batch_window
 from plone.pgcatalog.search.query import make_query
@@ -34,6 +35,12 @@ def search(tool, store, query):
     window = batch_window(query)
     if not window.in_sql:
         return _outside_sql_window(tool, store, query, window)
+    return results_for(tool, _answer(tool, store, query, window))
+
+
+def _answer(tool, store, query, window):
+    """The answer of ``query``: the result cache's, or the compiled
+    plan's (kept when its snapshot allows)."""
     cache, key = key_for(tool, store, query)
     if key is not None:
         answer = cache.get(key)
@@ -42,7 +49,7 @@ def search(tool, store, query):
                 store.snapshot_complete(store.cache_generation)):
             # (a big answer's rest is read in this transaction's snapshot:
             # it must hold exactly the cached state, lazy.py)
-            return results_for(tool, answer.reordered(tool._catalog))
+            return answer.reordered(tool._catalog)
         store.expect_fill()
     answer = answer_of(tool, store, query, window)
     if key is not None:
@@ -52,7 +59,17 @@ def search(tool, store, query):
             cache.put(key, answer)
         else:
             cache.refused(refusal)
-    return results_for(tool, answer)
+    return answer
+
+
+def matching_rids(tool, store, query):
+    """Every rid ``query`` matches, in no order (its sort and batch keys
+    left out), as a search finds them (the result cache included)."""
+    query = unsorted(unbatched(query))
+    answer = _answer(tool, store, query, batch_window(query))
+    if answer.rest is not None:
+        return list(LazyRids(answer, store).read())
+    return list(answer.rids)
 
 
 def answer_of(tool, store, query, window):

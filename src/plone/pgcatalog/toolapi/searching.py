@@ -54,6 +54,12 @@ class SearchAPI:
         first, and allowedRolesAndUsers / effectiveRange are always set by
         the tool, whatever the caller passed."""
         processQueue()
+        return self._pgc_search(self._pgc_secured_query(query, kw))
+
+    def _pgc_secured_query(self, query, kw):
+        """The query searchResults runs: ``query`` and ``kw`` merged, the
+        user's roles and (unless inactive content may be shown) the time
+        added by the tool, whatever the caller passed."""
         kw = kw.copy()
         show_inactive = kw.get("show_inactive", None)
         if show_inactive is None and isinstance(query, dict):
@@ -76,7 +82,7 @@ class SearchAPI:
             kw.pop("sort_on", None)
         else:
             kw["sort_on"] = sort_on
-        return self._pgc_search(secured(merge_query_args(query, **kw)))
+        return secured(merge_query_args(query, **kw))
 
     # the tool's own URL: stock CMFPlone marks __call__ zpublish(False) too
     @zpublish(False)

@@ -1,0 +1,210 @@
+"""Facet counts: for named indexes, the values a search's matches hold and
+how many matches hold each (``portal_catalog.pgc_facets``, docs/facets.md).
+
+The matches are the search's own (:func:`run.matching_rids`: the same
+compiled plan or cached answer, the query after CMFPlone's security
+additions), read in the transaction's snapshot; each facet is then one
+statement counting the values of those entries (``store.value_counts``).
+So a count is what the search would list, for the user who asks, at the
+moment the page's results are read.
+
+A facet whose index the query names is counted by default as if that
+condition were not there (``disjunctive``: the usual drill-down, where a
+facet shows what choosing another of its values would give); the
+security indexes are never left out.
+"""
+import datetime
+import numbers
+
+from DateTime import DateTime
+
+from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.search.run import matching_rids
+
+#: the index kinds whose values are counted
+COUNTED = ("FieldIndex", "KeywordIndex", "BooleanIndex", "UUIDIndex")
+#: the index kinds counted by date buckets
+BUCKETED = ("DateIndex",)
+#: never left out of a facet's search (CMFPlone's security additions)
+SECURITY = ("allowedRolesAndUsers", "effectiveRange")
+#: the query options of an index (``Subject_operator``, ZCatalog's old
+#: spelling): left out with the index's own condition
+OPTIONS = ("operator", "range", "usage", "not", "depth", "level")
+
+#: named date buckets: the last N days up to now
+PRESETS = {"past-day": 1, "past-week": 7, "past-month": 31,
+           "past-year": 365}
+
+_OPTION_NAMES = ("limit", "filter", "disjunctive", "buckets")
+
+
+class Facet:
+    """One requested facet: its index and options."""
+
+    def __init__(self, catalog, name, options):
+        if not isinstance(name, str):
+            raise TypeError("a facet is named by an index id, not %r"
+                            % (name,))
+        index = catalog.indexes.get(name)
+        if index is None:
+            raise ValueError("no index %r to count facets of" % name)
+        kind = getattr(index, "meta_type", None)
+        if kind not in COUNTED + BUCKETED:
+            raise ValueError("facets count FieldIndex, KeywordIndex, "
+                             "BooleanIndex, UUIDIndex and (by buckets) "
+                             "DateIndex values, not %s %r" % (kind, name))
+        if options is None:
+            options = {}
+        if not isinstance(options, dict):
+            raise TypeError("the options of facet %r are a dict, not %r"
+                            % (name, options))
+        unknown = set(options) - set(_OPTION_NAMES)
+        if unknown:
+            raise ValueError("unknown options of facet %r: %s" % (
+                name, ", ".join(sorted(map(str, unknown)))))
+        self.name = name
+        self.index = index
+        limit = options.get("limit")
+        if limit is not None and (isinstance(limit, bool) or
+                                  not isinstance(limit, int) or limit < 0):
+            raise ValueError("facet %r: limit is a whole number >= 0, not "
+                             "%r" % (name, limit))
+        self.limit = limit
+        text = options.get("filter")
+        if text is not None and not isinstance(text, str):
+            raise ValueError("facet %r: filter is a string, not %r"
+                             % (name, text))
+        self.filter = text.lower() if text else None
+        self.disjunctive = bool(options.get("disjunctive", True)) \
+            and name not in SECURITY
+        self.buckets = None
+        if kind in BUCKETED:
+            self.buckets = _buckets(index, name, options.get("buckets"))
+        elif options.get("buckets") is not None:
+            raise ValueError("facet %r: buckets are for DateIndex facets"
+                             % name)
+
+    def keys(self, query):
+        """The keys of ``query`` that are this facet's index's condition."""
+        prefix = self.name + "_"
+        return [key for key in query if key == self.name or (
+            isinstance(key, str) and key.startswith(prefix) and
+            key[len(prefix):] in OPTIONS)]
+
+    def count(self, store, rids):
+        """``{"values": [(value, count)...], "total": distinct values}``
+        over the entries ``rids``."""
+        counts = [(codec.decode(raw), n)
+                  for raw, n in store.value_counts(self.index, rids)] \
+            if rids else []
+        if self.buckets is not None:
+            values = [(label, sum(n for value, n in counts
+                                  if _within(value, lo, hi)))
+                      for label, lo, hi in self.buckets]
+            return {"values": values, "total": len(values)}
+        if self.filter is not None:
+            counts = [(value, n) for value, n in counts
+                      if self.filter in _text(value).lower()]
+        counts.sort(key=_order)
+        total = len(counts)
+        if self.limit is not None:
+            counts = counts[:self.limit]
+        return {"values": counts, "total": total}
+
+
+def _text(value):
+    return value if isinstance(value, str) else str(value)
+
+
+def _order(item):
+    """Most matches first; equal counts in the values' order (their text
+    when they cannot be compared: mixed types)."""
+    value, n = item
+    if isinstance(value, bool):
+        return (-n, 1, "", int(value))
+    if isinstance(value, numbers.Number):
+        return (-n, 0, "", value)
+    return (-n, 2, _text(value), 0)
+
+
+def _within(value, lo, hi):
+    return isinstance(value, numbers.Number) and \
+        (lo is None or value >= lo) and (hi is None or value < hi)
+
+
+def _bound(index, name, value):
+    """A bucket's bound as the index stores dates, or None (open)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, datetime.datetime, datetime.date)):
+        try:
+            value = DateTime(value)
+        except Exception:
+            raise ValueError("facet %r: not a date: %r" % (name, value))
+    if not isinstance(value, DateTime):
+        raise ValueError("facet %r: a bucket's bounds are dates or None, "
+                         "not %r" % (name, value))
+    return index._convert(value)
+
+
+def _buckets(index, name, buckets):
+    """``[(label, low, high)]`` of a DateIndex facet: named presets
+    (:data:`PRESETS`, the last days up to now) or ``(label, start, end)``
+    (start <= date < end; None: open)."""
+    if buckets is None:
+        buckets = ("past-day", "past-week", "past-month", "past-year")
+    if isinstance(buckets, str) or not isinstance(buckets, (list, tuple)):
+        raise ValueError("facet %r: buckets are a list, not %r"
+                         % (name, buckets))
+    now = DateTime()
+    found = []
+    for bucket in buckets:
+        if isinstance(bucket, str):
+            days = PRESETS.get(bucket)
+            if days is None:
+                raise ValueError("facet %r: no bucket %r (named ones: %s)"
+                                 % (name, bucket, ", ".join(PRESETS)))
+            # (the index keeps minutes: this minute included)
+            found.append((bucket, index._convert(now - days),
+                          index._convert(now) + 1))
+            continue
+        if not isinstance(bucket, (list, tuple)) or len(bucket) != 3:
+            raise ValueError("facet %r: a bucket is a name or (label, "
+                             "start, end), not %r" % (name, bucket))
+        label, lo, hi = bucket
+        found.append((label, _bound(index, name, lo),
+                      _bound(index, name, hi)))
+    return found
+
+
+def requested(catalog, facets):
+    """The :class:`Facet` list of ``facets``: index names, or a dict of
+    index name -> options (None: the defaults)."""
+    if isinstance(facets, str):
+        facets = [facets]
+    if isinstance(facets, dict):
+        items = list(facets.items())
+    else:
+        items = [(name, None) for name in facets]
+    return [Facet(catalog, name, options) for name, options in items]
+
+
+def facet_counts(tool, store, query, facets):
+    """``{index name: {"values": [(value, count)...], "total": n}}`` of
+    the search ``query`` (CMFPlone's security additions made) for the
+    requested ``facets`` (:func:`requested`)."""
+    wanted = requested(tool._catalog, facets)
+    matches = {}
+
+    def rids_of(left_out):
+        key = tuple(left_out)
+        if key not in matches:
+            matches[key] = matching_rids(tool, store, {
+                k: v for k, v in query.items() if k not in left_out})
+        return matches[key]
+
+    result = {}
+    for facet in wanted:
+        left_out = facet.keys(query) if facet.disjunctive else []
+        result[facet.name] = facet.count(store, rids_of(sorted(left_out)))
+    return result

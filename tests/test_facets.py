@@ -1,0 +1,219 @@
+"""Facet counts (portal_catalog.pgc_facets, docs/facets.md) against counts
+made by hand from the objects a user may see: for hypothesis-made queries
+(types, subjects, states, words, paths), as the Manager, a Member and
+Anonymous, over private, published and expired content; the drill-down
+(a facet counted without its own condition), top-N with ties, the value
+filter and date buckets."""
+import collections
+import unittest
+
+import transaction
+from DateTime import DateTime
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
+from Products.CMFCore.indexing import processQueue
+
+from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
+
+SUBJECTS = ["alpha", "beta", "gamma", "delta"]
+WORDS = ["apple", "pear", "plum"]
+HYPOTHESIS = settings(max_examples=25, deadline=None, derandomize=True,
+                      database=None,
+                      suppress_health_check=[HealthCheck.too_slow])
+
+queries = st.fixed_dictionaries({}, optional={
+    "portal_type": st.sampled_from(["Document", "Folder",
+                                    ["Document", "Folder"]]),
+    "Subject": st.one_of(
+        st.sampled_from(SUBJECTS),
+        st.fixed_dictionaries({
+            "query": st.lists(st.sampled_from(SUBJECTS), min_size=1,
+                              max_size=2, unique=True),
+            "operator": st.sampled_from(["and", "or"])})),
+    "review_state": st.sampled_from(["private", "published"]),
+    "SearchableText": st.sampled_from(WORDS),
+    "path": st.sampled_from(["/plone/f0", "/plone/f1"]),
+})
+users = st.sampled_from(["manager", "member", "anonymous"])
+facet_names = ("portal_type", "Subject", "review_state", "is_folderish")
+
+
+def held(obj, name):
+    """What the object holds for the facet ``name`` (its own attributes,
+    not the catalog's)."""
+    if name == "Subject":
+        return list(obj.Subject())
+    if name == "portal_type":
+        return [obj.portal_type]
+    if name == "review_state":
+        wf = obj.portal_workflow
+        chain = wf.getChainFor(obj)
+        status = wf.getStatusOf(chain[0], obj) if chain else None
+        return [status["review_state"]] if status else []
+    if name == "is_folderish":
+        return [bool(obj.isPrincipiaFolderish)]
+    raise AssertionError(name)
+
+
+class TestFacets(unittest.TestCase):
+    layer = PGCATALOG_INTEGRATION_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        wf = self.portal.portal_workflow
+        wf.setChainForPortalTypes(["Document", "Folder"],
+                                  "simple_publication_workflow")
+        n = 0
+        for f in range(2):
+            self.portal.invokeFactory("Folder", "f%d" % f, title="Folder")
+            folder = self.portal["f%d" % f]
+            wf.doActionFor(folder, "publish")
+            for d in range(9):
+                n += 1
+                kind = "Folder" if d % 4 == 3 else "Document"
+                folder.invokeFactory(
+                    kind, "d%d" % d, title="Doc %d" % n,
+                    description=" ".join(WORDS[:1 + (n % 3)]),
+                    subject=SUBJECTS[:n % 4] + (["alpha"] if n % 5 == 0
+                                                else []))
+                doc = folder["d%d" % d]
+                if n % 3:
+                    wf.doActionFor(doc, "publish")
+                if n % 7 == 0:
+                    # expired: Anonymous and Members no longer find it
+                    doc.setExpirationDate(DateTime() - 1)
+                doc.setEffectiveDate(DateTime() - n)
+                doc.reindexObject()
+        processQueue()
+        self.manager = self.portal.acl_users.getUserById(TEST_USER_ID)
+
+    def tearDown(self):
+        logout()
+        transaction.abort()
+
+    def as_user(self, who):
+        if who == "manager":
+            setRoles(self.portal, TEST_USER_ID, ["Manager"])
+            login(self.portal, TEST_USER_NAME)
+        elif who == "member":
+            setRoles(self.portal, TEST_USER_ID, ["Member"])
+            login(self.portal, TEST_USER_NAME)
+        else:
+            logout()
+
+    def by_hand(self, query, name):
+        """{value: count} of the objects ``searchResults(query)`` lists
+        (the query passed as pgc_facets gets it: CMFPlone asks whether
+        inactive content may be shown of the keyword arguments' paths)."""
+        counts = collections.Counter()
+        for brain in self.catalog.searchResults(query):
+            obj = brain._unrestrictedGetObject()
+            for value in set(held(obj, name)):
+                counts[value] += 1
+        return dict(counts)
+
+    def check(self, query, who):
+        self.as_user(who)
+        got = self.catalog.pgc_facets(query, facets=facet_names)
+        for name in facet_names:
+            # drill-down: counted as if its own condition were not there
+            own = {k: v for k, v in query.items() if k != name}
+            expected = self.by_hand(own, name)
+            values = got[name]["values"]
+            self.assertEqual(dict(values), expected, (who, query, name))
+            self.assertEqual(got[name]["total"], len(expected))
+            # most matches first, ties in the values' order
+            self.assertEqual(
+                [n for _v, n in values], sorted(expected.values(),
+                                                reverse=True))
+
+    @HYPOTHESIS
+    @given(query=queries, who=users)
+    def test_counts_are_the_visible_objects(self, query, who):
+        self.check(query, who)
+
+    def test_security_counts_differ_by_user(self):
+        self.as_user("anonymous")
+        anonymous = self.catalog.pgc_facets({}, facets=["review_state"])
+        self.assertEqual([v for v, _n in anonymous["review_state"][
+            "values"]], ["published"])
+        self.as_user("manager")
+        manager = self.catalog.pgc_facets({}, facets=["review_state"])
+        states = dict(manager["review_state"]["values"])
+        self.assertIn("private", states)
+        self.assertGreater(states["published"],
+                           dict(anonymous["review_state"]["values"])[
+                               "published"])   # expired ones too
+
+    def test_not_disjunctive_counts_within_the_selection(self):
+        self.as_user("manager")
+        got = self.catalog.pgc_facets(
+            {"Subject": "beta"},
+            facets={"Subject": {"disjunctive": False}})
+        expected = self.by_hand({"Subject": "beta"}, "Subject")
+        self.assertEqual(dict(got["Subject"]["values"]), expected)
+        self.assertNotIn("alpha", [v for v, n in got["Subject"]["values"]
+                                   if n > expected.get("beta", 0)])
+
+    def test_limit_filter_and_ties(self):
+        self.as_user("manager")
+        full = self.catalog.pgc_facets({}, facets=["Subject"])["Subject"]
+        top = self.catalog.pgc_facets(
+            {}, facets={"Subject": {"limit": 2}})["Subject"]
+        self.assertEqual(top["values"], full["values"][:2])
+        self.assertEqual(top["total"], full["total"])
+        order = [(-n, v) for v, n in full["values"]]
+        self.assertEqual(order, sorted(order))      # ties by value
+        found = self.catalog.pgc_facets(
+            {}, facets={"Subject": {"filter": "LT"}})["Subject"]
+        self.assertEqual([v for v, _n in found["values"]],
+                         [v for v, _n in full["values"] if "lt" in v])
+        self.assertEqual(found["total"], len(found["values"]))
+
+    def test_date_buckets(self):
+        self.as_user("manager")
+        week = DateTime() - 7.5
+        got = self.catalog.pgc_facets({"portal_type": "Document"}, facets={
+            "effective": {"buckets": [
+                ("recent", week, None), ("older", None, week),
+                "past-year"]}})
+        docs = [b._unrestrictedGetObject() for b in
+                self.catalog.searchResults({"portal_type": "Document"})]
+        # a DateIndex keeps minutes: the buckets compare minutes, as a
+        # range query of the index does
+        minutes = self.catalog._catalog.getIndex("effective")._convert
+        expected = [
+            ("recent", len([d for d in docs
+                            if minutes(d.effective()) >= minutes(week)])),
+            ("older", len([d for d in docs
+                           if minutes(d.effective()) < minutes(week)])),
+            ("past-year", len(docs))]
+        self.assertEqual(got["effective"]["values"], expected)
+        self.assertTrue(expected[0][1] and expected[1][1])
+        self.assertEqual(got["effective"]["total"], 3)
+
+    def test_bad_requests(self):
+        self.as_user("manager")
+        for facets in (["no_such_index"], ["SearchableText"], ["path"],
+                       {"Subject": {"limit": -1}},
+                       {"Subject": {"colour": 1}},
+                       {"Subject": {"buckets": ["past-week"]}},
+                       {"effective": {"buckets": ["someday"]}}):
+            with self.subTest(facets=facets):
+                with self.assertRaises((ValueError, TypeError)):
+                    self.catalog.pgc_facets({}, facets=facets)
+
+    def test_nothing_matches(self):
+        self.as_user("manager")
+        got = self.catalog.pgc_facets({"portal_type": "Nothing"},
+                                      facets=["Subject"])
+        self.assertEqual(got, {"Subject": {"values": [], "total": 0}})

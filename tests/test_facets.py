@@ -21,6 +21,7 @@ from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
 
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
+from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 
 SUBJECTS = ["alpha", "beta", "gamma", "delta"]
 WORDS = ["apple", "pear", "plum"]
@@ -217,3 +218,68 @@ class TestFacets(unittest.TestCase):
         got = self.catalog.pgc_facets({"portal_type": "Nothing"},
                                       facets=["Subject"])
         self.assertEqual(got, {"Subject": {"values": [], "total": 0}})
+
+
+class TestFacetsOverHTTP(unittest.TestCase):
+    """``@pgcatalog-facets`` (plone.restapi): the body Volto's search block
+    sends to ``@querystring-search``, with ``facets``."""
+
+    layer = PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        import requests
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        wf = self.portal.portal_workflow
+        wf.setChainForPortalTypes(["Document"], "simple_publication_workflow")
+        for n in range(6):
+            self.portal.invokeFactory("Document", "h%d" % n, title="H %d" % n,
+                                      subject=SUBJECTS[:1 + n % 3])
+            if n % 2:
+                wf.doActionFor(self.portal["h%d" % n], "publish")
+        processQueue()
+        transaction.commit()
+        self.url = self.portal.absolute_url() + "/@pgcatalog-facets"
+        self.session = requests.Session()
+        self.session.headers["Accept"] = "application/json"
+        self.addCleanup(self.session.close)
+
+    def post(self, body, auth=None):
+        return self.session.post(self.url, json=body, auth=auth)
+
+    def test_counts_for_each_user(self):
+        from plone.app.testing import SITE_OWNER_NAME
+        from plone.app.testing import SITE_OWNER_PASSWORD
+        body = {"query": [{"i": "portal_type",
+                           "o": "plone.app.querystring.operation.selection.any",
+                           "v": ["Document"]}],
+                "facets": {"Subject": {"limit": 2}, "review_state": None}}
+        manager = self.post(body, (SITE_OWNER_NAME, SITE_OWNER_PASSWORD))
+        self.assertEqual(manager.status_code, 200, manager.text[:500])
+        anonymous = self.post(body)
+        self.assertEqual(anonymous.status_code, 200, anonymous.text[:500])
+        for answer, user in ((manager, "manager"), (anonymous, None)):
+            if user:
+                login(self.portal, TEST_USER_NAME)
+            else:
+                logout()
+            expected = self.portal.portal_catalog.pgc_facets(
+                {"portal_type": ["Document"]},
+                facets={"Subject": {"limit": 2}, "review_state": None})
+            got = answer.json()["facets"]
+            for name in ("Subject", "review_state"):
+                self.assertEqual(
+                    [(v["value"], v["count"]) for v in got[name]["values"]],
+                    [tuple(x) for x in expected[name]["values"]])
+                self.assertEqual(got[name]["total"], expected[name]["total"])
+        self.assertEqual([v["value"] for v in anonymous.json()["facets"][
+            "review_state"]["values"]], ["published"])
+
+    def test_bad_bodies(self):
+        for body in ({}, {"facets": "Subject"}, {"facets": ["nothing"]},
+                     {"facets": ["Subject"], "query": "x"},
+                     {"facets": {"Subject": {"limit": "3"}}}, ["Subject"]):
+            with self.subTest(body=body):
+                answer = self.post(body)
+                self.assertEqual(answer.status_code, 400, answer.text[:300])
+                self.assertNotIn("psycopg", answer.text)

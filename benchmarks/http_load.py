@@ -4,7 +4,7 @@ plone.pgcatalog, side by side, in one run::
     python benchmarks/http_load.py [--backends stock,pgcatalog]
         [--docs 2000] [--clients 4] [--seconds 60] [--warmup 10]
         [--edit-every 0.2] [--threads 4] [--output FILE.json]
-        [--workdir DIR] [--keep]
+        [--workdir DIR] [--keep] [--faults [--fault-every 10]]
 
 What it measures: the latency and throughput of whole HTTP requests (the
 publisher, security, plone.restapi's serializers, page templates and the
@@ -43,6 +43,12 @@ For each backend, one after the other:
    what the ZODB holds, read by this script's ``_truth`` subcommand once
    the instance is stopped.
 
+``--faults`` keeps faults in the run (pgcatalog): every ``--fault-every``
+seconds in turn the catalog's PostgreSQL backends are killed and, when the
+benchmark started the server (the embedded one), the server is restarted;
+the faults and the statuses of every answer are printed, and answers >= 500
+count as errors.
+
 Prints a table per backend and request kind (count, req/s, p50/p95/p99 ms,
 errors: answers >= 500, and other unexpected answers), the readers' total
 throughput, the ratios pgcatalog/stock, and the check's mismatches;
@@ -68,6 +74,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import psycopg
 from shared import environment
 from shared import load_line
 from shared import log
@@ -388,17 +395,50 @@ class Load:
     """Reader threads and one editor thread until stopped; every answer
     kept as (start, kind, manager, seconds, status)."""
 
-    def __init__(self, server, args):
+    def __init__(self, server, args, dsn=None):
         self.server = server
         self.args = args
         self.samples = []
         self.editor_errors = []
+        #: (start, kind, what happened) of each fault (--faults)
+        self.faults = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self.reader, args=(n,))
                         for n in range(args.clients)]
         if args.edit_every > 0:
             self.threads.append(threading.Thread(target=self.editor))
+        if args.faults and dsn is not None:
+            self.dsn = dsn
+            self.threads.append(threading.Thread(target=self.faulter))
+
+    def faulter(self):
+        """Every ``--fault-every`` seconds in turn: the catalog's
+        PostgreSQL backends killed (``pg_terminate_backend``), and, when
+        this process started the server (the embedded one), the server
+        restarted (``pg_ctl restart``: every connection cut)."""
+        server = pgserver.private_server()
+        kinds = ["kill-backends"] + (["restart"] if server else [])
+        n = 0
+        while not self.stopping.wait(self.args.fault_every):
+            kind = kinds[n % len(kinds)]
+            n += 1
+            start = time.perf_counter()
+            try:
+                if kind == "restart":
+                    server.restart()
+                    what = "restarted"
+                else:
+                    with psycopg.connect(self.dsn, autocommit=True) as conn:
+                        what = "%d killed" % conn.execute(
+                            "SELECT count(pg_terminate_backend(pid)) FROM "
+                            "pg_stat_activity WHERE datname = "
+                            "current_database() AND application_name = "
+                            "'plone.pgcatalog'").fetchone()[0]
+            except Exception as exc:    # noqa: B902 - reported, not raised
+                what = "failed: %r" % (exc,)
+            with self.lock:
+                self.faults.append((start, kind, what))
 
     def keep(self, start, kind, manager, status, body):
         elapsed = time.perf_counter() - start
@@ -604,9 +644,11 @@ def run_backend(backend, workdir, args, env):
     try:
         log("%s: %d clients, %.0f s warm-up, %.0f s counted" % (
             backend, args.clients, args.warmup, args.seconds))
-        load = Load(server, args)
+        load = Load(server, args, dsn)
         start, end = load.run(args.warmup, args.seconds)
         summary = summarize(load.samples, start, end)
+        summary["faults"] = [(round(t - start, 1), kind, what)
+                             for t, kind, what in load.faults]
         found = check_searches(server)
     finally:
         status = server.stop()
@@ -686,6 +728,16 @@ def report(results, backends):
             print(line)
         for error in result["editor_errors"][:5]:
             print("  editor: %s" % error)
+        faults = result["load"].get("faults")
+        if faults:
+            statuses = collections.Counter()
+            for kind in [k for k, _ in KINDS] + list(EDITS):
+                statuses.update(result["load"]["kinds"][kind]["statuses"])
+            print("  faults (s into the counted window): %s" % "; ".join(
+                "%.1f %s (%s)" % fault for fault in faults))
+            print("  statuses of every answer in the window: %s" % ", ".join(
+                "%s: %d" % (status or "none", n)
+                for status, n in sorted(statuses.items())))
     return ratios
 
 
@@ -721,6 +773,12 @@ def main(argv=None):
                    "temporary directory)")
     p.add_argument("--keep", action="store_true",
                    help="keep the instances (and the pgcatalog database)")
+    p.add_argument("--faults", action="store_true",
+                   help="pgcatalog: kill the catalog's PostgreSQL backends "
+                   "and restart the (embedded) server in turn during the "
+                   "run; the statuses of the answers say what visitors got")
+    p.add_argument("--fault-every", type=float, default=10,
+                   help="seconds between faults (default 10)")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     for backend in backends:

@@ -106,6 +106,12 @@ def _start_embedded():
     return _server.dsn
 
 
+def private_server():
+    """The embedded server this process started (a :class:`PrivateServer`,
+    which can be restarted), or None (``PGCATALOG_DSN``'s, or none yet)."""
+    return _server
+
+
 def server_dsn():
     """DSN of the server to use: ``PGCATALOG_DSN`` or the embedded one."""
     global _server_dsn

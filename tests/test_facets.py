@@ -19,7 +19,9 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
+from statements import statements
 
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
 from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 
@@ -283,3 +285,43 @@ class TestFacetsOverHTTP(unittest.TestCase):
                 answer = self.post(body)
                 self.assertEqual(answer.status_code, 400, answer.text[:300])
                 self.assertNotIn("psycopg", answer.text)
+
+
+class TestFacetsKept(unittest.TestCase):
+    """Counts kept as the result cache keeps answers: found again without a
+    statement; an edit of what they read counts them again."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        for n in range(4):
+            self.portal.invokeFactory("Document", "k%d" % n,
+                                      subject=SUBJECTS[:1 + n % 2])
+        processQueue()
+        transaction.commit()
+        self.catalog = self.portal.portal_catalog
+
+    def tearDown(self):
+        transaction.abort()
+
+    def counts(self):
+        found, sent = statements(self.catalog, lambda: self.catalog.pgc_facets(
+            {"portal_type": "Document"}, facets=["Subject"]))
+        transaction.abort()
+        return dict(found["Subject"]["values"]), sent
+
+    def test_kept_and_counted_again_after_an_edit(self):
+        first, _sent = self.counts()
+        self.assertEqual(first, {"alpha": 4, "beta": 2})
+        again, sent = self.counts()
+        self.assertEqual(again, first)
+        self.assertEqual(sent, [])
+        self.portal.k0.setSubject(["gamma"])
+        self.portal.k0.reindexObject()
+        processQueue()
+        transaction.commit()
+        after, sent = self.counts()
+        self.assertEqual(after, {"alpha": 3, "beta": 2, "gamma": 1})
+        self.assertTrue(sent)

@@ -6,7 +6,10 @@ compiled plan or cached answer, the query after CMFPlone's security
 additions), read in the transaction's snapshot; each facet is then one
 statement counting the values of those entries (``store.value_counts``).
 So a count is what the search would list, for the user who asks, at the
-moment the page's results are read.
+moment the page's results are read.  Counts are kept per process as the
+result cache keeps answers (``store.stamped`` under the search's cache
+key): found, they cost no statement, and an edit changes only the counts
+that read what it changed.
 
 A facet whose index the query names is counted by default as if that
 condition were not there (``disjunctive``: the usual drill-down, where a
@@ -19,6 +22,9 @@ import numbers
 from DateTime import DateTime
 
 from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.search.cache import key_for
+from plone.pgcatalog.search.query import unbatched
+from plone.pgcatalog.search.query import unsorted
 from plone.pgcatalog.search.run import matching_rids
 
 #: the index kinds whose values are counted
@@ -83,6 +89,10 @@ class Facet:
         elif options.get("buckets") is not None:
             raise ValueError("facet %r: buckets are for DateIndex facets"
                              % name)
+        #: what the counts depend on beside the search (a cache key; named
+        #: buckets are bounded in minutes from now: a new key each minute)
+        self.spec = (name, self.limit, self.filter, self.disjunctive,
+                     repr(self.buckets))
 
     def keys(self, query):
         """The keys of ``query`` that are this facet's index's condition."""
@@ -205,6 +215,22 @@ def facet_counts(tool, store, query, facets):
 
     result = {}
     for facet in wanted:
-        left_out = facet.keys(query) if facet.disjunctive else []
-        result[facet.name] = facet.count(store, rids_of(sorted(left_out)))
+        left_out = sorted(facet.keys(query)) if facet.disjunctive else []
+        searched = unsorted(unbatched({k: v for k, v in query.items()
+                                       if k not in left_out}))
+        _cache, key = key_for(tool, store, searched)
+
+        def count(facet=facet, left_out=left_out):
+            return facet.count(store, rids_of(left_out))
+
+        if key is None:     # result cache off, own writes, unkeyable values
+            counted = count()
+        else:
+            # kept as the result cache keeps the search's answer (its key
+            # holds the counters of what the search reads), under the
+            # counters of the facet's index too
+            counted = store.stamped(("facets", key, facet.spec), count,
+                                    names=(facet.name,))
+        result[facet.name] = {"values": list(counted["values"]),
+                              "total": counted["total"]}
     return result

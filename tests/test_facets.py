@@ -210,7 +210,9 @@ class TestFacets(unittest.TestCase):
                        {"Subject": {"limit": -1}},
                        {"Subject": {"colour": 1}},
                        {"Subject": {"buckets": ["past-week"]}},
-                       {"effective": {"buckets": ["someday"]}}):
+                       {"effective": {"buckets": ["someday"]}},
+                       {"effective": {"buckets": ["past-week"] * 33}},
+                       {"i%d" % n: None for n in range(33)}, 42):
             with self.subTest(facets=facets):
                 with self.assertRaises((ValueError, TypeError)):
                     self.catalog.pgc_facets({}, facets=facets)
@@ -280,6 +282,11 @@ class TestFacetsOverHTTP(unittest.TestCase):
     def test_bad_bodies(self):
         for body in ({}, {"facets": "Subject"}, {"facets": ["nothing"]},
                      {"facets": ["Subject"], "query": "x"},
+                     {"facets": ["Subject"], "query": [
+                         {"i": "effective", "v": "not a date",
+                          "o": "plone.app.querystring.operation.date."
+                               "largerThan"}]},
+                     {"facets": ["Subject"] * 40 + ["no"]},
                      {"facets": {"Subject": {"limit": "3"}}}, ["Subject"]):
             with self.subTest(body=body):
                 answer = self.post(body)

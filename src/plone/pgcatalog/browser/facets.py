@@ -8,6 +8,7 @@ n}}}``: the values of the matches the user may see.  Reads only: nothing
 is written, so no CSRF token is asked (as ``@querystring-search``).
 """
 from Acquisition import aq_base
+from DateTime.interfaces import DateTimeError
 from plone.app.querystring import queryparser
 from plone.restapi.deserializer import json_body
 from plone.restapi.exceptions import DeserializationError
@@ -44,7 +45,7 @@ class FacetsPost(Service):
         try:
             query = queryparser.parseFormquery(self.context, querystring) \
                 if querystring else {}
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        except Exception as exc:  # noqa: B902 - reading the query only
             raise BadRequest("'query' cannot be read: %s" % exc)
         # what the search matches: its order and batch do not count
         for key in ("sort_on", "sort_order", "b_start", "b_size",
@@ -52,7 +53,9 @@ class FacetsPost(Service):
             query.pop(key, None)
         try:
             found = catalog.pgc_facets(query, facets=facets)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, DateTimeError) as exc:
+            # (an option, or a value of the query: a date DateTime cannot
+            # read)
             raise BadRequest(str(exc))
         return {"facets": {
             name: {"values": [{"value": json_compatible(value),

@@ -102,8 +102,8 @@ class SnapshotAgreement:
             rows = [(cid, facts.stamp, facts.prepared, facts.moved)]
         else:
             fragment = consistency.facts_sql([cid])
-            rows = self._run(fragment.text, fragment.params, True,
-                             False).fetchall()
+            rows = self._run(fragment.text, fragment.params,
+                             consistency.GENERIC_PLAN, False).fetchall()
         if not self._agree(rows, 0, end=True):
             # the next statement begins a snapshot that agrees
             self._end_snapshot()

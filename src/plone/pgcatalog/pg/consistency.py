@@ -139,20 +139,31 @@ def facts_sql(cids):
 
 #: the facts statement's plan is the same whatever its values: it is
 #: prepared and always runs with a generic plan (planned with its values it
-#: cost 0.15-0.3 ms of planning in every transaction)
+#: cost 0.15-0.3 ms of planning in every transaction).  The ``prepare`` of
+#: a statement so run (:func:`execute_generic`), whichever way it is sent.
+GENERIC_PLAN = "generic plan"
+
 _GENERIC = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+
+def execute_generic(conn, text, params, plan_cache_mode, binary=False):
+    """Queue ``text`` on ``conn`` in its transaction (a pipeline), prepared
+    with a generic plan, then give the transaction its
+    ``plan_cache_mode`` back; the statement's cursor."""
+    conn.execute(_GENERIC, prepare=False)
+    cursor = conn.cursor().execute(text, params, prepare=True,
+                                   binary=binary)
+    mode = q("SET LOCAL plan_cache_mode = {}", literal(plan_cache_mode))
+    conn.execute(mode.text, prepare=False)
+    return cursor
 
 
 def queue_facts(conn, cids, plan_cache_mode):
     """Queue :func:`facts_sql` of catalogs ``cids`` on ``conn`` in its
-    transaction (a pipeline), with a generic plan, then give the
-    transaction its ``plan_cache_mode`` back; the facts' cursor."""
+    transaction, with a generic plan; the facts' cursor."""
     fragment = facts_sql(cids)
-    conn.execute(_GENERIC, prepare=False)
-    cursor = conn.execute(fragment.text, fragment.params, prepare=True)
-    mode = q("SET LOCAL plan_cache_mode = {}", literal(plan_cache_mode))
-    conn.execute(mode.text, prepare=False)
-    return cursor
+    return execute_generic(conn, fragment.text, fragment.params,
+                           plan_cache_mode)
 
 
 def commits_of_sql(xid):

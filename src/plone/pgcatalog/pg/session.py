@@ -393,7 +393,8 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         statement, in the same round trip; ``callback(rows)`` gets its rows
         (not called if that statement fails, nor when it runs in a
         savepoint).  ``prepare``: a statement whose plan does not depend
-        on its values, prepared (psycopg's ``prepare``)."""
+        on its values, prepared (psycopg's ``prepare``, or
+        ``consistency.GENERIC_PLAN``)."""
         self.riders.append((fragment, callback, prepare))
 
     def _run(self, query, params, prepare, binary, write=False):
@@ -408,8 +409,7 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                 conn.execute("SAVEPOINT pgc_stmt", prepare=False)
             if write:
                 self._unlimited(conn)
-            cursor = conn.execute(query, params, prepare=prepare,
-                                  binary=binary)
+            cursor = _queue(conn, query, params, prepare, binary)
             if write:
                 self._limited(conn)
             if guarded:
@@ -417,9 +417,9 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
             elif riders:
                 del riding[:]
                 for fragment, callback, ready in riders:
-                    riding.append((conn.cursor().execute(
-                        fragment.text, fragment.params, prepare=ready),
-                        callback))
+                    riding.append((_queue(conn, fragment.text,
+                                          fragment.params, ready),
+                                   callback))
             return cursor
 
         def failed(conn, exc, fresh):
@@ -521,6 +521,16 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
             if conn is not None:
                 db.checkin(self.dsn, conn)
             _forget_session(self.txn)
+
+
+def _queue(conn, query, params, prepare, binary=False):
+    """A statement queued on ``conn`` as ``prepare`` says (psycopg's, or
+    consistency.GENERIC_PLAN); its cursor."""
+    if prepare == consistency.GENERIC_PLAN:
+        return consistency.execute_generic(
+            conn, query, params, config.get_plan_cache_mode(), binary)
+    return conn.cursor().execute(query, params, prepare=prepare,
+                                 binary=binary)
 
 
 def _forget_session(txn):

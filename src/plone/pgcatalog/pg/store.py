@@ -148,7 +148,8 @@ class CatalogStore(outside.EntriesOutside):
         facts = self.session.facts.get(cid)
         if facts is None:
             self._snapshot_facts(self.execute(
-                consistency.facts_sql([cid])).fetchall())
+                consistency.facts_sql([cid]),
+                prepare=consistency.GENERIC_PLAN).fetchall())
             facts = self.session.facts.get(cid)
         return consistency.refusal(facts, generation, self.session.shared)
 
@@ -158,7 +159,8 @@ class CatalogStore(outside.EntriesOutside):
         cid = self.cid
         if cid not in self.session.facts:
             self.session.ride(consistency.facts_sql([cid]),
-                              self._snapshot_facts)
+                              self._snapshot_facts,
+                              prepare=consistency.GENERIC_PLAN)
 
     def _snapshot_facts(self, rows):
         for cid, stamp, prepared, moved in rows:

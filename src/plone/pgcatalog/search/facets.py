@@ -43,6 +43,11 @@ PRESETS = {"past-day": 1, "past-week": 7, "past-month": 31,
 
 _OPTION_NAMES = ("limit", "filter", "disjunctive", "buckets")
 
+#: facets one request may ask for, and buckets one date facet may have:
+#: each facet costs a statement (when not kept), a request never seconds
+MAX_FACETS = 32
+MAX_BUCKETS = 32
+
 
 class Facet:
     """One requested facet: its index and options."""
@@ -166,6 +171,8 @@ def _buckets(index, name, buckets):
     if isinstance(buckets, str) or not isinstance(buckets, (list, tuple)):
         raise ValueError("facet %r: buckets are a list, not %r"
                          % (name, buckets))
+    if len(buckets) > MAX_BUCKETS:
+        raise ValueError("facet %r: at most %d buckets" % (name, MAX_BUCKETS))
     now = DateTime()
     found = []
     for bucket in buckets:
@@ -194,8 +201,16 @@ def requested(catalog, facets):
         facets = [facets]
     if isinstance(facets, dict):
         items = list(facets.items())
+    elif isinstance(facets, (list, tuple)):
+        # (a name asked twice is counted once)
+        items = [(name, None) for name in dict.fromkeys(
+            name if isinstance(name, str) else repr(name)
+            for name in facets)]
     else:
-        items = [(name, None) for name in facets]
+        raise TypeError("facets are index ids or a dict of index id -> "
+                        "options, not %r" % (facets,))
+    if len(items) > MAX_FACETS:
+        raise ValueError("at most %d facets in one request" % MAX_FACETS)
     return [Facet(catalog, name, options) for name, options in items]
 
 

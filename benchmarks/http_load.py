@@ -247,12 +247,6 @@ def run(argv, env):
     return done
 
 
-def instance_env():
-    """This environment, the catalog's settings left to the zope.conf."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("PGCATALOG_")}
-
-
 def make_instance(home, dsn, threads, env):
     """``mkwsgiinstance`` in ``home``, the DSN (if any) in its zope.conf,
     waitress on a free port of 127.0.0.1 with ``threads`` threads:
@@ -792,7 +786,7 @@ def main(argv=None):
         workdir.mkdir(parents=True, exist_ok=True)
     else:
         workdir = Path(tempfile.mkdtemp(prefix="http_load-"))
-    env = instance_env()
+    env = zopeprocess.instance_env()
     log("instances under %s (FileStorage; instance logs there, not here)"
         % workdir)
     env_info = {"cpu_count": os.cpu_count(),

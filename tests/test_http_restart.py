@@ -14,7 +14,6 @@ every document whose creation answered 201 is found, and
 """
 import collections
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -51,12 +50,6 @@ def run(argv, **kw):
     return done
 
 
-def instance_env():
-    """This environment, the catalog's settings left to the zope.conf."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("PGCATALOG_")}
-
-
 @pytest.fixture(scope="module")
 def postgres():
     server = pgserver.PrivateServer()
@@ -67,7 +60,7 @@ def postgres():
 @pytest.fixture(scope="module")
 def server(postgres, tmp_path_factory):
     home = tmp_path_factory.mktemp("restart") / "instance"
-    env = instance_env()
+    env = zopeprocess.instance_env()
     instance = zopeprocess.make_instance(
         lambda argv: run(argv, env=env), BIN, home, postgres.dsn, threads=4)
     run([sys.executable, HERE / "cli_site.py", home / "etc" / "zope.conf"],

@@ -28,6 +28,13 @@ HTTP_TIMEOUT = 300
 STOP_TIMEOUT = 60
 
 
+def instance_env():
+    """This environment, the catalog's settings left to an instance's
+    zope.conf."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("PGCATALOG_")}
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

@@ -43,14 +43,11 @@ class FacetsPost(Service):
             raise BadRequest("'query': a plone.app.querystring query (a "
                              "list of {i, o, v})")
         try:
+            # (its order and batch do not count: pgc_facets leaves them out)
             query = queryparser.parseFormquery(self.context, querystring) \
                 if querystring else {}
         except Exception as exc:  # noqa: B902 - reading the query only
             raise BadRequest("'query' cannot be read: %s" % exc)
-        # what the search matches: its order and batch do not count
-        for key in ("sort_on", "sort_order", "b_start", "b_size",
-                    "sort_limit"):
-            query.pop(key, None)
         try:
             found = catalog.pgc_facets(query, facets=facets)
         except (ValueError, TypeError, DateTimeError) as exc:

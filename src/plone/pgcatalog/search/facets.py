@@ -219,24 +219,21 @@ def facet_counts(tool, store, query, facets):
     the search ``query`` (CMFPlone's security additions made) for the
     requested ``facets`` (:func:`requested`)."""
     wanted = requested(tool._catalog, facets)
+    query = unsorted(unbatched(query))
+    #: the matches of each search, by the keys it leaves out
     matches = {}
-
-    def rids_of(left_out):
-        key = tuple(left_out)
-        if key not in matches:
-            matches[key] = matching_rids(tool, store, {
-                k: v for k, v in query.items() if k not in left_out})
-        return matches[key]
 
     result = {}
     for facet in wanted:
-        left_out = sorted(facet.keys(query)) if facet.disjunctive else []
-        searched = unsorted(unbatched({k: v for k, v in query.items()
-                                       if k not in left_out}))
+        left_out = tuple(sorted(facet.keys(query))) if facet.disjunctive \
+            else ()
+        searched = {k: v for k, v in query.items() if k not in left_out}
         _cache, key = key_for(tool, store, searched)
 
-        def count(facet=facet, left_out=left_out):
-            return facet.count(store, rids_of(left_out))
+        def count(facet=facet, left_out=left_out, searched=searched):
+            if left_out not in matches:
+                matches[left_out] = matching_rids(tool, store, searched)
+            return facet.count(store, matches[left_out])
 
         if key is None:     # result cache off, own writes, unkeyable values
             counted = count()

@@ -56,6 +56,7 @@ class SearchAPI:
         processQueue()
         return self._pgc_search(self._pgc_secured_query(query, kw))
 
+    @security.private
     def _pgc_secured_query(self, query, kw):
         """The query searchResults runs: ``query`` and ``kw`` merged, the
         user's roles and (unless inactive content may be shown) the time

@@ -31,6 +31,9 @@ The queries (words chosen from the site's vocabulary as level1 does):
   alone, beside the anonymous filters, a type, a folder, a section,
   ``is_folderish`` (not a hot index), and with the site root's path
   (plone.restapi);
+* SU, SU4, SW: suggestions as ``pgc_suggest`` asks them: a three- and
+  a four-letter prefix, a word and a prefix, of the ``Title`` beside the
+  anonymous filters and four types, the first 10 by relevance;
 * O1: ``review_state=pending``, every match (many key sets: per-user roles);
 * O3: ``Subject``, any of three tags, every match;
 * O5: the site root's ``path``, every match (every entry);
@@ -98,6 +101,18 @@ def queries(plan):
         "GR": {"SearchableText": w[40][:3] + "*", "path": "/plone"},
         "GN": dict(anonymous, SearchableText="%s AND %s*" % (
             w[29], w[40][:3]), path="/plone"),
+        # suggestions as pgc_suggest asks them (search/suggest.py): every
+        # typed word a prefix of the Title, the searchable types, the
+        # user's filters, the first 10 by relevance
+        "SU": dict(anonymous, Title=w[40][:3] + "*",
+                   portal_type=["Document", "News Item", "Event", "Folder"],
+                   b_size=10),
+        "SU4": dict(anonymous, Title=w[29][:4] + "*",
+                    portal_type=["Document", "News Item", "Event",
+                                 "Folder"], b_size=10),
+        "SW": dict(anonymous, Title="%s* AND %s*" % (w[29], w[79][:3]),
+                   portal_type=["Document", "News Item", "Event", "Folder"],
+                   b_size=10),
         "O1": {"review_state": "pending"},
         "O3": {"Subject": ["Python", "Zope", "Volto"]},
         "O5": {"path": "/plone"},
@@ -150,7 +165,7 @@ def child(args):
                     "p95": sorted(times)[int(0.95 * (len(times) - 1))],
                     "count": n, "actual": actual, "paths": page,
                     "page": "b_size" in query,
-                    "text": "SearchableText" in query}
+                    "text": "SearchableText" in query or "Title" in query}
         shared.log(args.child, qid, "%.2f ms" % out[qid]["median"])
     with open(args.result, "w") as f:
         json.dump(out, f)

@@ -6,11 +6,23 @@ kind extracts its own value (``pgc_extract``), metadata is recorded as
 ZCatalog's ``recordify`` does and encoded by the typed codec.
 """
 from Missing import MV
+from plone.indexer.interfaces import IIndexableObject
 from Products.ZCatalog.Catalog import safe_callable
+from zope.component import queryMultiAdapter
 
 from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.indexes.common import MISSING
 from plone.pgcatalog.pg.writer import Upsert
+
+
+def indexable(tool, obj):
+    """``obj`` as ``catalog_object`` indexes it: wrapped by its
+    IIndexableObject adapter for ``tool`` (plone.indexer's indexers), if
+    any and not wrapped yet."""
+    if IIndexableObject.providedBy(obj):
+        return obj
+    found = queryMultiAdapter((obj, tool), IIndexableObject)
+    return obj if found is None else found
 
 
 def recordify(catalog, obj):

@@ -52,14 +52,15 @@ from plone.pgcatalog.toolapi.records import RecordsAPI
 from plone.pgcatalog.toolapi.searching import SearchAPI
 from plone.pgcatalog.toolapi.shadow import SHADOW_TABS
 from plone.pgcatalog.toolapi.shadow import ShadowAPI
+from plone.pgcatalog.toolapi.snippets import SnippetsAPI
 from plone.pgcatalog.toolapi.suggest import SuggestAPI
 from plone.pgcatalog.toolapi.verifying import VerifyAPI
 
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
-class PGCatalogTool(SearchAPI, FacetsAPI, SuggestAPI, IndexingAPI,
-                    RecordsAPI, IndexesAPI, MaintenanceAPI, AdminAPI,
-                    ShadowAPI, VerifyAPI, UniqueObject, Folder):
+class PGCatalogTool(SearchAPI, FacetsAPI, SuggestAPI, SnippetsAPI,
+                    IndexingAPI, RecordsAPI, IndexesAPI, MaintenanceAPI,
+                    AdminAPI, ShadowAPI, VerifyAPI, UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 
     id = "portal_catalog"

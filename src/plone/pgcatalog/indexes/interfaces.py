@@ -180,6 +180,10 @@ class ITextKind(Interface):
         """The word list ZCTextIndex would index for ``obj`` (None when it
         would not index it)."""
 
+    def pgc_texts(obj):
+        """The strings the words of ``obj`` are read from (the indexed
+        attributes' texts; snippets show them)."""
+
     def pgc_parse(keys):
         """The match tree of a query's keys (indexes/text/querytree.py);
         None when ZCTextIndex would answer None."""

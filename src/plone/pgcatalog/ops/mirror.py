@@ -20,9 +20,8 @@ equal to a fresh rebuild while the site is written to.
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
-from plone.indexer.interfaces import IIndexableObject
-from zope.component import queryMultiAdapter
 
+from plone.pgcatalog import extract
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.pg.store import store_for
 from plone.pgcatalog.pg.writer import CLAIMED_DELETE
@@ -62,12 +61,7 @@ def index_into(tool, store, obj, uid=None):
     into the live one."""
     if uid is None:
         uid = "/".join(obj.getPhysicalPath())
-    wrapper = obj
-    if not IIndexableObject.providedBy(obj):
-        found = queryMultiAdapter((obj, tool), IIndexableObject)
-        if found is not None:
-            wrapper = found
-    tool._pgc_catalog_object(wrapper, uid, [], 1, store=store)
+    tool._pgc_catalog_object(extract.indexable(tool, obj), uid, [], 1, store=store)
     return uid
 
 

@@ -52,10 +52,8 @@ See docs/verify.md.
 """
 import orjson
 from Acquisition import aq_base
-from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.indexing import processQueue
 from ZODB.POSException import ConflictError
-from zope.component import queryMultiAdapter
 
 from plone.pgcatalog import extract
 from plone.pgcatalog import logger
@@ -149,14 +147,6 @@ def same_column(stored, computed):
         raise
     except Exception:  # an undecodable stored value is a difference
         return False
-
-
-def indexable(catalog, obj):
-    """``obj`` wrapped as ``catalog_object`` wraps it."""
-    if IIndexableObject.providedBy(obj):
-        return obj
-    found = queryMultiAdapter((obj, catalog), IIndexableObject)
-    return obj if found is None else found
 
 
 def read_current(obj):
@@ -394,7 +384,7 @@ class Verifier:
         if reason is not None:
             note("stale_entry", path, reason, UNCATALOG)
             return
-        wrapper = indexable(self.catalog, obj)
+        wrapper = extract.indexable(self.catalog, obj)
         try:
             if self.values:
                 _, idx_set, _, text_set, _ = extract.index_values(

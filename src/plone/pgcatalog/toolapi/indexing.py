@@ -5,10 +5,8 @@ transaction's session and sent in batches (``writer.py``)."""
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries
-from plone.indexer.interfaces import IIndexableObject
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
-from zope.component import queryMultiAdapter
 from ZPublisher import zpublish
 
 from plone.pgcatalog import extract
@@ -33,11 +31,7 @@ class IndexingAPI:
             return
         if idxs is None:
             idxs = []
-        wrapper = obj
-        if not IIndexableObject.providedBy(obj):
-            found = queryMultiAdapter((obj, self), IIndexableObject)
-            if found is not None:
-                wrapper = found
+        wrapper = extract.indexable(self, obj)
         if uid is None:
             try:
                 uid = obj.getPhysicalPath

@@ -118,6 +118,14 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     def pgc_words(self, obj):
         """The word list ZCTextIndex would index for ``obj`` (None when it
         would not index it)."""
+        all_texts = self.pgc_texts(obj)
+        if not all_texts:
+            return None
+        return source_words(self.getLexicon(), all_texts)
+
+    def pgc_texts(self, obj):
+        """The strings ZCTextIndex would read the words of ``obj`` from
+        (an IIndexableObject wrapper): its indexed attributes' texts."""
         # ZCTextIndex.index_object
         fields = getattr(self, '_indexed_attrs', [self._fieldname])
         all_texts = []
@@ -132,10 +140,7 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                     all_texts.extend(text)
                 else:
                     all_texts.append(text)
-        all_texts = [t for t in all_texts if isinstance(t, str)]
-        if not all_texts:
-            return None
-        return source_words(self.getLexicon(), all_texts)
+        return [t for t in all_texts if isinstance(t, str)]
 
     def pgc_extract(self, obj):
         words = self.pgc_words(obj)

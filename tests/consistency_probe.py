@@ -20,10 +20,16 @@ with the objects the same transaction can load:
   then loads an older state of that document (RelStorage's load, the
   catalog sharing its snapshot).
 
+With ``--standby`` the server is a primary with a streaming hot standby
+(testing/replication.py) and the processes may read the catalog there
+(``PGCATALOG_STANDBY_DSNS``, docs/standbys.md; with ``--catalog other``:
+a catalog sharing RelStorage's snapshot reads on the primary); the readers
+report how many of their transactions the standby served.
+
 Usage (prints one JSON line)::
 
     python tests/consistency_probe.py [--seconds 120] [--writers 2]
-        [--readers 3] [--cache on|off] [--catalog same|other]
+        [--readers 3] [--cache on|off] [--catalog same|other] [--standby]
 
 tests/test_consistency.py runs it briefly; a longer run is a measurement
 (docs/transactions.md).
@@ -251,6 +257,12 @@ def reader(db, seconds, seed):
     counts["samples"] = samples
     from plone.pgcatalog.search import cache
     counts["cache"] = cache.stats()
+    from plone.pgcatalog import config
+    from plone.pgcatalog.pg import standby
+    served = standby.status(config.get_dsn())
+    counts["primary_served"] = served["primary_served"]
+    counts["standby_served"] = sum(s["served"] for s in served["standbys"])
+    counts["standby_behind"] = sum(s["behind"] for s in served["standbys"])
     return counts
 
 
@@ -276,6 +288,8 @@ def child(args):
     sys.path.insert(0, HERE)
     os.environ["PGCATALOG_DSN"] = args.dsn
     os.environ["PGCATALOG_CACHE"] = args.cache
+    if args.standby_dsns:
+        os.environ["PGCATALOG_STANDBY_DSNS"] = args.standby_dsns
     workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
     db = _open(args.storage_dsn or args.dsn, workdir)
     if args.role == "check":
@@ -291,10 +305,21 @@ def child(args):
 def parent(args):
     sys.path.insert(0, HERE)
     from plone.pgcatalog.testing import pgserver
-    dsn = pgserver.fresh_database("pgcatalog_probe")
+    servers = None
+    if args.standby:
+        from plone.pgcatalog.testing.replication import ReplicatedServers
+        servers = ReplicatedServers(standbys=1)
+        dsn, standbys = servers.fresh_database("pgcatalog_probe")
+        args.standby_dsns = ";".join(standbys)
+        fresh = servers.fresh_database
+    else:
+        dsn = pgserver.fresh_database("pgcatalog_probe")
+        fresh = pgserver.fresh_database
     args.storage_dsn = dsn
     if args.catalog == "other":
-        args.storage_dsn = pgserver.fresh_database("pgcatalog_probe_zodb")
+        args.storage_dsn = fresh("pgcatalog_probe_zodb")
+        if servers is not None:
+            args.storage_dsn = args.storage_dsn[0]
     os.environ["PGCATALOG_DSN"] = dsn
     # the site, in a process of its own (Zope starts once per process)
     subprocess.run([sys.executable, __file__, "--setup", "--dsn", dsn,
@@ -324,8 +349,10 @@ def parent(args):
     for key in ("commits", "retries", "failures", "loads", "stale_loads"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "writer")
+    total["standby"] = bool(args.standby)
     for key in ("transactions", "answers", "behind", "ahead", "stale",
-                "old_objects",
+                "old_objects", "primary_served", "standby_served",
+                "standby_behind",
                 "transactions_off", "errors", "conflicts"):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "reader")
@@ -342,9 +369,12 @@ def parent(args):
     total["diverged_samples"] = final["diverged_samples"]
     from plone.pgcatalog.pg import db as pgc_db
     pgc_db.close_pools()
-    pgserver.drop_database(dsn)
-    if args.storage_dsn != dsn:
-        pgserver.drop_database(args.storage_dsn)
+    if servers is not None:
+        servers.close()
+    else:
+        pgserver.drop_database(dsn)
+        if args.storage_dsn != dsn:
+            pgserver.drop_database(args.storage_dsn)
     print(json.dumps(total))
     return total
 
@@ -354,7 +384,9 @@ def _spawn(args, dsn, role, seed):
         [sys.executable, __file__, "--child", role, "--dsn", dsn,
          "--storage-dsn", args.storage_dsn,
          "--seconds", str(args.seconds), "--seed", str(seed),
-         "--cache", args.cache], stdout=subprocess.PIPE,
+         "--cache", args.cache] + (
+             ["--standby-dsns", args.standby_dsns] if args.standby_dsns
+             else []), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
 
 
@@ -371,6 +403,10 @@ def main(argv=None):
     p.add_argument("--dsn")
     p.add_argument("--storage-dsn")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--standby", action="store_true",
+                   help="a primary with a streaming standby; the catalog "
+                        "may read on the standby")
+    p.add_argument("--standby-dsns", help=argparse.SUPPRESS)
     p.add_argument("--child", dest="role")
     p.add_argument("--setup", action="store_true")
     args = p.parse_args(argv)

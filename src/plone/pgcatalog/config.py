@@ -157,6 +157,17 @@ def get_two_phase_commit():
     return _BOOLEANS[str(value).lower()]
 
 
+def get_standby_dsns():
+    """The DSNs of PostgreSQL hot standbys of the catalog's database that
+    read-only transactions may read from (``standby-dsns`` /
+    ``PGCATALOG_STANDBY_DSNS``: DSNs separated by ``;``; default none:
+    every statement goes to ``dsn``).  See docs/standbys.md."""
+    value = _setting("standby-dsns", "PGCATALOG_STANDBY_DSNS")
+    if not value:
+        return []
+    return [dsn.strip() for dsn in str(value).split(";") if dsn.strip()]
+
+
 def get_share_storage_snapshot():
     """Read the catalog in the ZODB's own snapshot when it shares
     RelStorage's database (``share-storage-snapshot`` /

@@ -26,6 +26,7 @@ from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import standby
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -74,7 +75,10 @@ class SnapshotAgreement:
         the objects' (consistency.py) before writes go into it: a snapshot
         found behind is replaced, which writes sent with it would not
         survive.  Reads begin with their statement (run again in the new
-        snapshot)."""
+        snapshot).  Reads begun on a standby end there: writes go to the
+        primary."""
+        if self.on_standby:
+            self._leave_standby()
         if self.begun or not self.watched:
             return
 
@@ -134,6 +138,12 @@ class SnapshotAgreement:
                 "the catalog shows commits that this transaction's objects "
                 "do not (made after its ZODB snapshot); the request is "
                 "retried")
+        if behind and self.on_standby:
+            # a standby that has not replayed them yet: the primary reads
+            # (standby.py), not waited for
+            standby.behind(self.conn_dsn)
+            self._leave_standby()
+            return False
         if resnapshots:
             # a snapshot of its own, taken after waiting: it holds exactly
             # what the objects show, or the request runs again
@@ -185,10 +195,11 @@ class SnapshotAgreement:
         """End this PostgreSQL transaction (it holds no writes) so that the
         next statement begins a snapshot of its own, newer than the
         storage's."""
-        try:
-            self.conn.execute("ROLLBACK", prepare=False)
-        except psycopg.Error:
-            self._drop_connection()
+        if self.conn is not None:
+            try:
+                self.conn.execute("ROLLBACK", prepare=False)
+            except psycopg.Error:
+                self._drop_connection()
         self.begun = False
         self.epoch += 1
         self.facts = {}
@@ -205,10 +216,18 @@ class SnapshotAgreement:
         usual."""
         if self.begun or self.conn is not None:
             return
-        try:
-            self.conn = db.checkout(self.dsn, timeout=EARLY_CHECKOUT)
-        except DatabaseUnavailable:
-            return
+        reader = standby.choose(self.dsn)
+        if reader is not None:
+            # read on a standby (standby.py): its facts are checked as the
+            # primary's (watch), a standby behind left for the primary
+            self.conn = standby.checkout(reader)
+            if self.conn is not None:
+                self.conn_dsn = reader
+        if self.conn is None:
+            try:
+                self.conn = db.checkout(self.dsn, timeout=EARLY_CHECKOUT)
+            except DatabaseUnavailable:
+                return
         conn = self.conn
         try:
             self.snapshot_id = ""
@@ -219,7 +238,9 @@ class SnapshotAgreement:
             for cid, stamp, prepared, moved in cursor.fetchall():
                 self.facts[cid] = consistency.Facts(stamp, prepared, moved)
             self.begun = self.early = True
-        except psycopg.Error:
+        except psycopg.Error as exc:
+            if self.on_standby:
+                standby.failed(self.conn_dsn, exc)
             self._facts_cursor = None
             self.snapshot_id = None
             self.facts = {}

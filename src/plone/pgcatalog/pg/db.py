@@ -95,8 +95,13 @@ def _configure(conn):
 RECONNECT_TIMEOUT = 3.0
 
 
-def get_pool(dsn=None):
-    """The connection pool for ``dsn`` (default: the configured DSN)."""
+#: seconds a new pool waits for its first connection
+POOL_CONNECT = 30.0
+
+
+def get_pool(dsn=None, connect=POOL_CONNECT):
+    """The connection pool for ``dsn`` (default: the configured DSN);
+    a new one waits up to ``connect`` seconds for its first connection."""
     dsn = dsn or config.get_dsn()
     pool = _pools.get(dsn)
     if pool is not None:
@@ -111,7 +116,7 @@ def get_pool(dsn=None):
                 configure=_configure, open=True, name="plone.pgcatalog",
                 reconnect_timeout=RECONNECT_TIMEOUT)
             try:
-                pool.wait(timeout=30)
+                pool.wait(timeout=connect)
             except Exception as exc:
                 pool.close()
                 raise DatabaseUnavailable(
@@ -325,14 +330,14 @@ def ensure_statistics(conn, built=False):
 _exhausted_logged = [0.0]
 
 
-def checkout(dsn, timeout=None):
+def checkout(dsn, timeout=None, connect=POOL_CONNECT):
     """A connection of ``dsn``'s pool (for one ZODB transaction).
 
     When the pool has none free within ``pool-timeout`` (more threads than
     ``pool-max-size``), :class:`DatabaseUnavailable` (retried by Zope),
     logged once a minute.  ``timeout``: a shorter wait, failing
-    silently."""
-    pool = get_pool(dsn)
+    silently.  ``connect``: how long a new pool waits to connect."""
+    pool = get_pool(dsn, connect)
     if _unresolved.get(dsn):
         resolve_unresolved(dsn)
     try:

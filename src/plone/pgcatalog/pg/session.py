@@ -64,6 +64,7 @@ from plone.pgcatalog.pg import agreement
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import standby
 from plone.pgcatalog.pg import twophase
 from plone.pgcatalog.pg import writer as writer_module
 from plone.pgcatalog.pg.fragment import Fragment
@@ -95,6 +96,13 @@ def _snapshot_gone(exc):
         "snapshot" in (exc.diag.message_primary or "")
 
 
+def _standby_refused(exc):
+    """``exc`` says the server cannot serve now (starting, shutting down,
+    a recovery conflict), not that the statement is wrong or too slow."""
+    return isinstance(exc, psycopg.OperationalError) and \
+        not isinstance(exc, psycopg.errors.QueryCanceled)
+
+
 @implementer(IDataManager)
 class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                      writer_module.SessionWrites):
@@ -110,6 +118,9 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         #: the ZODB connection whose storage may share its snapshot
         self.jar = jar
         self.conn = None
+        #: the DSN of ``conn``'s pool: ``dsn``, or a standby's (reads only:
+        #: standby.py)
+        self.conn_dsn = dsn
         #: a PostgreSQL transaction is open on ``conn``
         self.begun = False
         #: it holds this ZODB transaction's writes
@@ -166,6 +177,8 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         self._sp_seq = 0
         self.cache = {}  # per-transaction caches (rid -> path, ...)
         self.rows_written = 0
+        #: this ZODB transaction sent catalog writes (it is no reader)
+        self.writes_sent = False
         self.writer = None  # set by current_session
         # (cid, path) -> the error the commit must raise: metadata ZCatalog
         # would have failed to pickle at commit time (its BTree keeps only
@@ -261,19 +274,69 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         return self.wrote or bool(self.pending)
 
     # -- connection ---------------------------------------------------------
+    @property
+    def on_standby(self):
+        """This transaction's statements go to a standby (standby.py)."""
+        return self.conn_dsn != self.dsn
+
     def connection(self):
         if self.conn is None:
-            self.conn = db.checkout(self.dsn)
+            self.conn_dsn = self.dsn
+            reader = self._standby_to_read()
+            if reader is not None:
+                self.conn = standby.checkout(reader)
+                if self.conn is not None:
+                    self.conn_dsn = reader
+            if self.conn is None:
+                self.conn = db.checkout(self.dsn)
         return self.conn
+
+    def _standby_to_read(self):
+        """The standby this transaction may begin reading on, or None: a
+        transaction without writes whose catalogs' ZODB generations are
+        known (its snapshot is checked against them) and that does not
+        share the storage's snapshot (that is the primary's)."""
+        if not self.watched or self.has_writes or self.writes_sent or \
+                self.begun:
+            return None
+        if not standby.standbys_of(self.dsn):
+            return None
+        if self.snapshot_id is None:
+            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
+            self.storage_shared = bool(self.snapshot_id)
+        if self.snapshot_id:
+            return None
+        return standby.choose(self.dsn)
+
+    def _leave_standby(self):
+        """End the PostgreSQL transaction on the standby (reads only) and
+        give its connection back: the next statement begins on the
+        primary."""
+        conn, self.conn = self.conn, None
+        conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
+        self.begun = False
+        self.epoch += 1
+        self.facts = {}
+        self._facts_cursor = None
+        if conn is None:
+            return
+        try:
+            # (COMMIT: psycopg keeps what it prepared, see _end)
+            conn.execute("COMMIT", prepare=False)
+        except psycopg.Error:
+            db.discard(conn_dsn, conn)
+            return
+        db.checkin(conn_dsn, conn)
 
     def _drop_connection(self):
         """Throw the connection away (it broke): the PostgreSQL transaction
         is gone with it."""
         conn, self.conn = self.conn, None
+        conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
         self.begun = False
         self.epoch += 1
         if conn is not None:
-            db.discard(self.dsn, conn)
+            db.discard(conn_dsn, conn)
 
     def _begin_statements(self, conn):
         """BEGIN (and the shared snapshot), sent ahead of a statement in
@@ -363,6 +426,18 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                 self.sent = True
             except psycopg.Error as exc:
                 self._facts_cursor = None
+                lost = dberrors.connection_lost(exc) or conn.broken
+                if self.on_standby and not self.wrote and (
+                        lost or (fresh and _standby_refused(exc))):
+                    # a standby that cannot serve (gone, shutting down, in
+                    # a recovery conflict): the primary reads, in a
+                    # snapshot checked as this one was
+                    standby.failed(self.conn_dsn, exc)
+                    if lost:
+                        self._drop_connection()
+                    else:
+                        self._leave_standby()
+                    continue
                 if dberrors.connection_lost(exc) and not self.wrote \
                         and attempt < CONNECT_ATTEMPTS:
                     # died while idle in the pool (a server restart, a
@@ -383,8 +458,13 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                 raise  # pragma: no cover - failed() raises
             if fresh and self._facts_cursor is not None:
                 cursor, self._facts_cursor = self._facts_cursor, None
+                was_standby = self.on_standby
                 if not self._agree(cursor.fetchall(), resnapshots):
-                    resnapshots += 1
+                    if not was_standby:
+                        # (a standby left for the primary is not a
+                        # replaced snapshot: the primary's is checked as
+                        # the first)
+                        resnapshots += 1
                     continue
             return result
 
@@ -499,6 +579,8 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                                    exc_info=True)
                     self._drop_connection()
         finally:
+            if self.sent and not self.writes_sent:
+                standby.served(self.conn_dsn, self.dsn)
             agreement.early_snapshots.remember(self)
             self.pending = writer_module.PendingWrites()
             self.counter_flushed.clear()
@@ -518,8 +600,9 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
             self.facts = {}
             self.cache.clear()
             conn, self.conn = self.conn, None
+            conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
             if conn is not None:
-                db.checkin(self.dsn, conn)
+                db.checkin(conn_dsn, conn)
             _forget_session(self.txn)
 
 

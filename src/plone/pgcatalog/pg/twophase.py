@@ -61,8 +61,12 @@ class TwoPhaseCommit:
         if not self.pending and not self.wrote:
             return  # read only: the snapshot ends in tpc_finish
         self.settle()
+        self.writes_sent = True
         self.flush()
         self._uncounted()
+        if self.on_standby:
+            # (read there; the commit is the primary's)
+            self._begin_checked()
         conn = self.connection()
         gid = None
         cids = self.dirty | set(self.counter_flushed)

@@ -408,6 +408,7 @@ class SessionWrites:
             query, params = query.text, query.params
         if self.pending:
             self.flush()
+        self.writes_sent = True
         self.settle()
         self._begin_checked()
         try:
@@ -465,6 +466,7 @@ class SessionWrites:
         if not ops:
             return
         self.rows_written += len(ops)
+        self.writes_sent = True
         # big answers found before these writes keep what they found
         self.settle()
         self._begin_checked()

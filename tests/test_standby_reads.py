@@ -1,0 +1,174 @@
+"""Catalog reads on a real streaming standby (pg/standby.py,
+docs/standbys.md): a Plone site whose catalog database has a hot standby
+(testing/replication.py); read-only transactions read there, every answer
+the objects' own; a standby behind (replay paused), stopped, or a
+transaction that writes: the primary, with nothing stale."""
+import os
+import time
+import unittest
+
+import transaction
+from plone.app.testing import PLONE_FIXTURE
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import PloneSandboxLayer
+from plone.app.testing import applyProfile
+from plone.app.testing import setRoles
+from plone.testing import Layer
+
+import plone.pgcatalog
+from plone.pgcatalog import config
+from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import standby
+from plone.pgcatalog.testing.layers import CatalogStateLayerMixin
+from plone.pgcatalog.testing.layers import PGCatalogFunctionalTesting
+from plone.pgcatalog.testing.replication import ReplicatedServers
+
+_ENV = ("PGCATALOG_DSN", "PGCATALOG_STANDBY_DSNS", "PGCATALOG_CACHE")
+
+
+class ReplicatedDatabaseLayer(Layer):
+    """A catalog database on a primary with one streaming standby, set as
+    PGCATALOG_DSN and PGCATALOG_STANDBY_DSNS; the result cache off (each
+    search a statement)."""
+
+    def setUp(self):
+        self._old = {name: os.environ.get(name) for name in _ENV}
+        self.servers = ReplicatedServers(standbys=1)
+        primary, standbys = self.servers.fresh_database("pgcatalog_standby")
+        os.environ["PGCATALOG_DSN"] = primary
+        os.environ["PGCATALOG_STANDBY_DSNS"] = ";".join(standbys)
+        os.environ["PGCATALOG_CACHE"] = "off"
+        db.close_pools()
+        db.ensure_schema(primary)
+        self["replication"] = self.servers
+
+    def tearDown(self):
+        db.close_pools()
+        standby.forget()
+        for name, value in self._old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self.servers.close()
+        del self["replication"]
+
+
+REPLICATED_DATABASE = ReplicatedDatabaseLayer()
+
+
+class StandbyFixture(CatalogStateLayerMixin, PloneSandboxLayer):
+
+    defaultBases = (REPLICATED_DATABASE, PLONE_FIXTURE)
+
+    def setUpZope(self, app, configurationContext):
+        self.loadZCML(package=plone.pgcatalog)
+
+    def setUpPloneSite(self, portal):
+        applyProfile(portal, "plone.pgcatalog:default")
+
+
+STANDBY_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
+    bases=(StandbyFixture(),), name="PGCatalog:Standby")
+
+
+class TestStandbyReads(unittest.TestCase):
+    layer = STANDBY_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        self.servers = self.layer["replication"]
+        setRoles(self.portal, TEST_USER_ID, ["Manager"])
+        self.catalog = self.portal.portal_catalog
+        standby.forget()
+        self.addCleanup(standby.forget)
+
+    def create(self, name):
+        transaction.begin()
+        self.portal.invokeFactory("Document", name, title="Standby " + name)
+        transaction.commit()
+
+    def found(self):
+        """The ids of the Documents a new read-only transaction finds."""
+        transaction.begin()
+        try:
+            return sorted(b.getId for b in self.catalog.unrestrictedSearchResults(
+                portal_type="Document", SearchableText="Standby"))
+        finally:
+            transaction.commit()
+
+    def counts(self):
+        found = standby.status(config.get_dsn())
+        return found["primary_served"], found["standbys"][0]
+
+    def test_reads_go_to_the_standby(self):
+        self.create("a")
+        self.servers.wait_for_replay()
+        standby.forget()
+        for _ in range(20):
+            self.assertEqual(self.found(), ["a"])
+        primary, on_standby = self.counts()
+        self.assertGreaterEqual(on_standby["served"], 19)
+        self.assertLessEqual(primary, 1)
+        self.assertGreaterEqual(on_standby["share"], 0.9)
+
+    def test_own_write_seen_while_the_standby_lags(self):
+        self.create("before")
+        self.servers.wait_for_replay()
+        self.servers.pause_replay(0)
+        try:
+            for n in range(5):
+                self.create("lag%d" % n)
+                # the next transaction counts the commit: the standby's
+                # snapshot lacks it, the primary answers
+                self.assertIn("lag%d" % n, self.found())
+            primary, on_standby = self.counts()
+            self.assertGreaterEqual(on_standby["behind"], 1)
+            self.assertGreaterEqual(primary, 5)
+        finally:
+            self.servers.resume_replay(0)
+        self.servers.wait_for_replay()
+        time.sleep(standby.BEHIND_PAUSE)
+        standby.forget()
+        self.assertEqual(self.found(), ["before"] + [
+            "lag%d" % n for n in range(5)])
+        self.assertEqual(self.counts()[1]["served"], 1)
+
+    def test_a_stopped_standby_is_left_for_the_primary(self):
+        self.create("s1")
+        self.servers.wait_for_replay()
+        self.servers.stop_standby(0)
+        try:
+            standby.forget()
+            for _ in range(3):
+                self.assertEqual(self.found(), ["s1"])
+            primary, on_standby = self.counts()
+            self.assertEqual(primary, 3)
+            self.assertEqual(on_standby["served"], 0)
+            self.assertGreaterEqual(on_standby["failed"], 1)
+            self.assertTrue(on_standby["paused"])
+        finally:
+            self.servers.start_standby(0)
+        self.servers.wait_for_replay()
+        standby.forget()
+        self.assertEqual(self.found(), ["s1"])
+        self.assertEqual(self.counts()[1]["served"], 1)
+
+    def test_a_transaction_that_reads_then_writes(self):
+        self.create("r1")
+        self.servers.wait_for_replay()
+        transaction.begin()
+        found = [b.getId for b in self.catalog.unrestrictedSearchResults(
+            portal_type="Document", SearchableText="Standby")]
+        self.assertEqual(found, ["r1"])
+        self.portal.invokeFactory("Document", "r2", title="Standby r2")
+        # its own write seen (the primary's snapshot now)
+        self.assertEqual(sorted(
+            b.getId for b in self.catalog.unrestrictedSearchResults(
+                portal_type="Document", SearchableText="Standby")),
+            ["r1", "r2"])
+        transaction.commit()
+        self.assertEqual(self.found(), ["r1", "r2"])
+        self.servers.wait_for_replay()
+        # and on the standby once replayed
+        self.assertEqual(self.found(), ["r1", "r2"])

@@ -4,6 +4,7 @@ docs/standbys.md): a Plone site whose catalog database has a hot standby
 the objects' own; a standby behind (replay paused), stopped, or a
 transaction that writes: the primary, with nothing stale."""
 import os
+import sys
 import time
 import unittest
 
@@ -22,6 +23,9 @@ from plone.pgcatalog.pg import standby
 from plone.pgcatalog.testing.layers import CatalogStateLayerMixin
 from plone.pgcatalog.testing.layers import PGCatalogFunctionalTesting
 from plone.pgcatalog.testing.replication import ReplicatedServers
+
+sys.path.insert(0, os.path.dirname(__file__))
+import web_surface_probe as probe  # noqa: E402
 
 _ENV = ("PGCATALOG_DSN", "PGCATALOG_STANDBY_DSNS", "PGCATALOG_CACHE")
 
@@ -172,3 +176,39 @@ class TestStandbyReads(unittest.TestCase):
         self.servers.wait_for_replay()
         # and on the standby once replayed
         self.assertEqual(self.found(), ["r1", "r2"])
+
+
+class TestStandbyStatus(unittest.TestCase):
+    """The status page and the control panel show the standby and what it
+    served (the password of its DSN left out)."""
+
+    layer = STANDBY_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        probe.setup_content(self.portal)
+        self.layer["replication"].wait_for_replay()
+        standby.forget()
+        self.addCleanup(standby.forget)
+
+    def test_status_lists_the_standby(self):
+        catalog = self.portal.portal_catalog
+        for _ in range(3):
+            transaction.begin()
+            len(catalog.unrestrictedSearchResults(portal_type="Document"))
+            transaction.commit()
+        found = catalog.pgc_status()["standbys"]
+        self.assertEqual(len(found["standbys"]), 1)
+        self.assertEqual(found["standbys"][0]["served"], 3)
+        self.assertNotIn("password", found["standbys"][0]["dsn"])
+        client = probe.make_client(self.layer["app"])
+        for path, text in (
+                ("/plone/portal_catalog/manage_catalogStatus",
+                 "Read-only transactions served"),
+                ("/plone/@@pgcatalog-controlpanel", "read-only")):
+            with self.subTest(path=path):
+                status, _, body = probe.request(client, "GET", path,
+                                                "Manager")
+                self.assertEqual(status, 200, body[:1000])
+                self.assertIn(text, body)
+                self.assertIn(found["standbys"][0]["dsn"], body)

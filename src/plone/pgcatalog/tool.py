@@ -39,6 +39,7 @@ from plone.pgcatalog.catalog import CatalogConfig
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.ops import rebuild
 from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import standby
 from plone.pgcatalog.pg.session import current_session
 from plone.pgcatalog.pg.store import store_for
 from plone.pgcatalog.search import cache as result_cache
@@ -247,6 +248,7 @@ class PGCatalogTool(SearchAPI, FacetsAPI, SuggestAPI, SnippetsAPI,
                 "generation": result_cache.generation(self),
                 "cache": result_cache.stats(),
                 "build": rebuild.OnlineRebuild(self).status(),
+                "standbys": standby.status(store.session.dsn),
                 "indexes": indexes}
 
 

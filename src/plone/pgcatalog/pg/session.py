@@ -413,6 +413,11 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         ``queue`` runs again: :meth:`_agree`."""
         attempt = 0
         resnapshots = 0
+        if self.on_standby and not self.watched:
+            # (begun early there) a statement before any catalog's
+            # generation is known could not be checked: a standby's
+            # snapshot may be older than anything the objects show
+            self._leave_standby()
         while True:
             attempt += 1
             conn = self.connection()

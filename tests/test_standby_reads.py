@@ -178,6 +178,27 @@ class TestStandbyReads(unittest.TestCase):
         self.assertEqual(self.found(), ["r1", "r2"])
 
 
+class TestStandbyOnly(unittest.TestCase):
+    """A standby's connections reach a server in hot standby only: a
+    standby promoted to a primary (a failover) is refused, and its reads
+    go to the primary."""
+
+    layer = REPLICATED_DATABASE
+
+    def test_a_primary_is_refused_as_a_standby(self):
+        import psycopg
+        servers = self.layer["replication"]
+        with psycopg.connect(standby._standby_only(
+                servers.standby_dsns[0])) as conn:
+            self.assertTrue(conn.execute(
+                "SELECT pg_is_in_recovery()").fetchone()[0])
+        with self.assertRaises(psycopg.OperationalError):
+            psycopg.connect(standby._standby_only(servers.primary_dsn))
+        # a DSN that says what it wants is left as it is
+        dsn = servers.primary_dsn + " target_session_attrs=any"
+        self.assertEqual(standby._standby_only(dsn), dsn)
+
+
 class TestStandbyStatus(unittest.TestCase):
     """The status page and the control panel show the standby and what it
     served (the password of its DSN left out)."""

@@ -24,6 +24,9 @@ import logging
 import threading
 import time
 
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import make_conninfo
+
 from plone.pgcatalog import config
 from plone.pgcatalog.pg import db
 
@@ -39,11 +42,25 @@ CHECKOUT = 0.2
 CONNECT = 2.0
 
 
+def _standby_only(dsn):
+    """``dsn`` connecting to a server in hot standby only (libpq's
+    ``target_session_attrs=standby``, unless it says otherwise): a standby
+    promoted to a primary (a failover) is refused, not read as one."""
+    try:
+        if "target_session_attrs" in conninfo_to_dict(dsn):
+            return dsn
+        return make_conninfo(dsn, target_session_attrs="standby")
+    except Exception:  # noqa: B902 - a DSN libpq reads, psycopg cannot
+        return dsn
+
+
 class Standby:
     """One standby: when to try it again, and what it served."""
 
     def __init__(self, dsn):
         self.dsn = dsn
+        #: what its connections are made with (its pool's key)
+        self.connect_dsn = _standby_only(dsn)
         #: time.monotonic() before which it is not tried
         self.paused_until = 0.0
         #: read-only transactions it served, found behind, could not serve
@@ -55,7 +72,7 @@ class Standby:
 
 
 _lock = threading.Lock()
-#: dsn -> Standby
+#: dsn (as configured, and as connected with) -> Standby
 _standbys = {}
 _turn = itertools.count()
 #: read-only transactions of the primary's (while standbys are
@@ -75,13 +92,14 @@ def standbys_of(dsn):
             standby = _standbys.get(standby_dsn)
             if standby is None:
                 standby = _standbys[standby_dsn] = Standby(standby_dsn)
+                _standbys[standby.connect_dsn] = standby
             found.append(standby)
     return found
 
 
 def choose(dsn):
-    """The DSN of the standby of ``dsn`` to read on now (in turn, those
-    not paused), or None."""
+    """The DSN (to connect with) of the standby of ``dsn`` to read on now
+    (in turn, those not paused), or None."""
     candidates = standbys_of(dsn)
     if not candidates:
         return None
@@ -89,7 +107,7 @@ def choose(dsn):
     ready = [s for s in candidates if s.paused_until <= now]
     if not ready:
         return None
-    return ready[next(_turn) % len(ready)].dsn
+    return ready[next(_turn) % len(ready)].connect_dsn
 
 
 def checkout(standby_dsn):
@@ -108,7 +126,8 @@ def failed(standby_dsn, exc=None):
         return
     now = time.monotonic()
     standby.paused_until = now + FAILED_PAUSE
-    standby.failed += 1
+    with _lock:
+        standby.failed += 1
     standby.last_error = type(exc).__name__ if exc is not None else None
     if now - standby._logged >= 60.0:
         standby._logged = now
@@ -124,7 +143,8 @@ def behind(standby_dsn):
     standby = _standbys.get(standby_dsn)
     if standby is not None:
         standby.paused_until = time.monotonic() + BEHIND_PAUSE
-        standby.behind += 1
+        with _lock:
+            standby.behind += 1
 
 
 def served(conn_dsn, dsn):
@@ -132,9 +152,11 @@ def served(conn_dsn, dsn):
     reads served by ``conn_dsn`` (a standby's, or ``dsn``)."""
     standby = _standbys.get(conn_dsn) if conn_dsn != dsn else None
     if standby is not None:
-        standby.served += 1
+        with _lock:
+            standby.served += 1
     elif _standbys:
-        _primary["served"] += 1
+        with _lock:
+            _primary["served"] += 1
 
 
 def status(dsn):

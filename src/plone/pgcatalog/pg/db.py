@@ -101,7 +101,8 @@ POOL_CONNECT = 30.0
 
 def get_pool(dsn=None, connect=POOL_CONNECT):
     """The connection pool for ``dsn`` (default: the configured DSN);
-    a new one waits up to ``connect`` seconds for its first connection."""
+    a new one waits up to ``connect`` seconds for its first connection
+    (None: not at all, it connects in the background)."""
     dsn = dsn or config.get_dsn()
     pool = _pools.get(dsn)
     if pool is not None:
@@ -116,7 +117,8 @@ def get_pool(dsn=None, connect=POOL_CONNECT):
                 configure=_configure, open=True, name="plone.pgcatalog",
                 reconnect_timeout=RECONNECT_TIMEOUT)
             try:
-                pool.wait(timeout=connect)
+                if connect is not None:
+                    pool.wait(timeout=connect)
             except Exception as exc:
                 pool.close()
                 raise DatabaseUnavailable(

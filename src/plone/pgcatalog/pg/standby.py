@@ -37,9 +37,10 @@ FAILED_PAUSE = 5.0
 #: seconds a standby found behind the objects is left alone
 BEHIND_PAUSE = 0.05
 #: seconds a transaction waits for a free connection of a standby's pool
-#: (none free: it reads on the primary), and for a new pool to connect
+#: (none free, or the standby unreachable: it reads on the primary); a
+#: standby's pool connects in the background (a standby down at start-up
+#: costs a request that much, not a connection timeout)
 CHECKOUT = 0.2
-CONNECT = 2.0
 
 
 def _standby_only(dsn):
@@ -113,7 +114,7 @@ def choose(dsn):
 def checkout(standby_dsn):
     """A connection of the standby's pool, or None (it was paused)."""
     try:
-        return db.checkout(standby_dsn, timeout=CHECKOUT, connect=CONNECT)
+        return db.checkout(standby_dsn, timeout=CHECKOUT, connect=None)
     except Exception as exc:  # noqa: B902 - any failure: the primary reads
         failed(standby_dsn, exc)
         return None

@@ -81,6 +81,9 @@ def _configure(conn):
     if workers is not None:
         run(conn, q("SELECT set_config('max_parallel_workers_per_gather', "
                     "{}, false)", str(workers)))
+    jit = config.get_jit()
+    if jit is not None:
+        run(conn, q("SELECT set_config('jit', {}, false)", jit))
     cost = config.get_random_page_cost()
     if cost is not None:
         run(conn, q("SELECT set_config('random_page_cost', {}, false)",

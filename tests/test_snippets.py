@@ -132,6 +132,8 @@ class TestSnippets(unittest.TestCase):
                 self.catalog.pgc_snippets(results, "quokka", **kw)
         with self.assertRaises(ValueError):
             self.catalog.pgc_snippets(list(results) * 60, "quokka")
+        with self.assertRaises(ValueError):
+            self.catalog.pgc_snippets(results, "quokka " * 200)
         with self.assertRaises(TypeError):
             self.catalog.pgc_snippets(results, None)
         with self.assertRaises(ParseError):
@@ -182,7 +184,8 @@ class TestSnippetsOverHTTP(unittest.TestCase):
         self.assertEqual(list(anonymous.json()["items"]), self.uids[:1])
 
     def test_bad_requests(self):
-        for params in ({}, {"q": "quokka", "UID": ["x"] * 101},
+        for params in ({}, {"q": "quokka", "UID": ["x"] * 51},
+                       {"q": "q" * 1001, "UID": self.uids},
                        {"q": "AND", "UID": self.uids},
                        {"q": "quokka", "UID": self.uids, "size": "x"},
                        {"q": "quokka", "UID": self.uids, "size": "0"},

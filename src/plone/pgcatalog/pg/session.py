@@ -42,7 +42,9 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
 Where the parts live: this module holds the session's state, its
 connection and statements (:class:`CatalogSession`) and finds the current
 transaction's session (:func:`current_session`); the session's snapshot
-agreeing with the objects' is ``agreement.py``'s, its buffered writes
+agreeing with the objects' is ``agreement.py``'s, its reads on hot
+standbys ``standby.py``'s (:class:`~plone.pgcatalog.pg.standby.StandbyReads`),
+its buffered writes
 ``writer.py``'s (:class:`~plone.pgcatalog.pg.writer.SessionWrites`), its
 commit and savepoints ``twophase.py``'s; connections and error translation
 are ``db.py``'s and ``dberrors.py``'s.
@@ -96,16 +98,9 @@ def _snapshot_gone(exc):
         "snapshot" in (exc.diag.message_primary or "")
 
 
-def _standby_refused(exc):
-    """``exc`` says the server cannot serve now (starting, shutting down,
-    a recovery conflict), not that the statement is wrong or too slow."""
-    return isinstance(exc, psycopg.OperationalError) and \
-        not isinstance(exc, psycopg.errors.QueryCanceled)
-
-
 @implementer(IDataManager)
-class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
-                     writer_module.SessionWrites):
+class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
+                     twophase.TwoPhaseCommit, writer_module.SessionWrites):
     """The catalog's data manager for one ZODB transaction."""
 
     transaction_manager = None
@@ -274,11 +269,6 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         return self.wrote or bool(self.pending)
 
     # -- connection ---------------------------------------------------------
-    @property
-    def on_standby(self):
-        """This transaction's statements go to a standby (standby.py)."""
-        return self.conn_dsn != self.dsn
-
     def connection(self):
         if self.conn is None:
             self.conn_dsn = self.dsn
@@ -290,43 +280,6 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
             if self.conn is None:
                 self.conn = db.checkout(self.dsn)
         return self.conn
-
-    def _standby_to_read(self):
-        """The standby this transaction may begin reading on, or None: a
-        transaction without writes whose catalogs' ZODB generations are
-        known (its snapshot is checked against them) and that does not
-        share the storage's snapshot (that is the primary's)."""
-        if not self.watched or self.has_writes or self.writes_sent or \
-                self.begun:
-            return None
-        if not standby.standbys_of(self.dsn):
-            return None
-        if self.snapshot_id is None:
-            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
-            self.storage_shared = bool(self.snapshot_id)
-        if self.snapshot_id:
-            return None
-        return standby.choose(self.dsn)
-
-    def _leave_standby(self):
-        """End the PostgreSQL transaction on the standby (reads only) and
-        give its connection back: the next statement begins on the
-        primary."""
-        conn, self.conn = self.conn, None
-        conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
-        self.begun = False
-        self.epoch += 1
-        self.facts = {}
-        self._facts_cursor = None
-        if conn is None:
-            return
-        try:
-            # (COMMIT: psycopg keeps what it prepared, see _end)
-            conn.execute("COMMIT", prepare=False)
-        except psycopg.Error:
-            db.discard(conn_dsn, conn)
-            return
-        db.checkin(conn_dsn, conn)
 
     def _drop_connection(self):
         """Throw the connection away (it broke): the PostgreSQL transaction
@@ -413,11 +366,7 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
         ``queue`` runs again: :meth:`_agree`."""
         attempt = 0
         resnapshots = 0
-        if self.on_standby and not self.watched:
-            # (begun early there) a statement before any catalog's
-            # generation is known could not be checked: a standby's
-            # snapshot may be older than anything the objects show
-            self._leave_standby()
+        self._leave_unchecked_standby()
         while True:
             attempt += 1
             conn = self.connection()
@@ -431,17 +380,7 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                 self.sent = True
             except psycopg.Error as exc:
                 self._facts_cursor = None
-                lost = dberrors.connection_lost(exc) or conn.broken
-                if self.on_standby and not self.wrote and (
-                        lost or (fresh and _standby_refused(exc))):
-                    # a standby that cannot serve (gone, shutting down, in
-                    # a recovery conflict): the primary reads, in a
-                    # snapshot checked as this one was
-                    standby.failed(self.conn_dsn, exc)
-                    if lost:
-                        self._drop_connection()
-                    else:
-                        self._leave_standby()
+                if self._standby_failed(conn, exc, fresh):
                     continue
                 if dberrors.connection_lost(exc) and not self.wrote \
                         and attempt < CONNECT_ATTEMPTS:
@@ -463,13 +402,11 @@ class CatalogSession(agreement.SnapshotAgreement, twophase.TwoPhaseCommit,
                 raise  # pragma: no cover - failed() raises
             if fresh and self._facts_cursor is not None:
                 cursor, self._facts_cursor = self._facts_cursor, None
-                was_standby = self.on_standby
+                # (a standby left for the primary is not a replaced
+                # snapshot: the primary's is checked as the first)
+                replaced = not self.on_standby
                 if not self._agree(cursor.fetchall(), resnapshots):
-                    if not was_standby:
-                        # (a standby left for the primary is not a
-                        # replaced snapshot: the primary's is checked as
-                        # the first)
-                        resnapshots += 1
+                    resnapshots += replaced
                     continue
             return result
 

@@ -24,11 +24,13 @@ import logging
 import threading
 import time
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.conninfo import make_conninfo
 
 from plone.pgcatalog import config
 from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import dberrors
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -181,3 +183,84 @@ def forget():
     with _lock:
         _standbys.clear()
         _primary["served"] = 0
+
+
+def refused(exc):
+    """``exc`` says the server cannot serve now (starting, shutting down,
+    a recovery conflict), not that the statement is wrong or too slow."""
+    return isinstance(exc, psycopg.OperationalError) and \
+        not isinstance(exc, psycopg.errors.QueryCanceled)
+
+
+class StandbyReads:
+    """The part of :class:`~plone.pgcatalog.pg.session.CatalogSession`
+    that reads on a standby (a mixin: it reads and changes the session's
+    ``conn``, ``conn_dsn``, ``dsn``, ``begun``, ``epoch``, ``facts``,
+    ``snapshot_id``; the session's ``connection`` asks it where to read)."""
+
+    @property
+    def on_standby(self):
+        """This transaction's statements go to a standby (standby.py)."""
+        return self.conn_dsn != self.dsn
+
+    def _standby_to_read(self):
+        """The standby this transaction may begin reading on, or None: a
+        transaction without writes whose catalogs' ZODB generations are
+        known (its snapshot is checked against them) and that does not
+        share the storage's snapshot (that is the primary's)."""
+        if not self.watched or self.has_writes or self.writes_sent or \
+                self.begun:
+            return None
+        if not standbys_of(self.dsn):
+            return None
+        if self.snapshot_id is None:
+            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
+            self.storage_shared = bool(self.snapshot_id)
+        if self.snapshot_id:
+            return None
+        return choose(self.dsn)
+
+    def _leave_standby(self):
+        """End the PostgreSQL transaction on the standby (reads only) and
+        give its connection back: the next statement begins on the
+        primary."""
+        conn, self.conn = self.conn, None
+        conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
+        self.begun = False
+        self.epoch += 1
+        self.facts = {}
+        self._facts_cursor = None
+        if conn is None:
+            return
+        try:
+            # (COMMIT: psycopg keeps what it prepared, see _end)
+            conn.execute("COMMIT", prepare=False)
+        except psycopg.Error:
+            db.discard(conn_dsn, conn)
+            return
+        db.checkin(conn_dsn, conn)
+
+
+    def _leave_unchecked_standby(self):
+        """Leave a standby snapshot begun early when no catalog's
+        generation is known yet: a statement in it could not be checked,
+        and a standby's snapshot may be older than anything the objects
+        show."""
+        if self.on_standby and not self.watched:
+            self._leave_standby()
+
+    def _standby_failed(self, conn, exc, fresh):
+        """Whether statement failure ``exc`` on ``conn`` was the standby's
+        (gone, shutting down, a recovery conflict), then paused and left:
+        the statement runs again on the primary, in a snapshot checked as
+        this one was."""
+        lost = dberrors.connection_lost(exc) or conn.broken
+        if not self.on_standby or self.wrote or not (
+                lost or (fresh and refused(exc))):
+            return False
+        failed(self.conn_dsn, exc)
+        if lost:
+            self._drop_connection()
+        else:
+            self._leave_standby()
+        return True

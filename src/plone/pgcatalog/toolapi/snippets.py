@@ -13,8 +13,11 @@ from plone.pgcatalog.search.snippets import MAX_SIZE
 from plone.pgcatalog.search.snippets import Terms
 from plone.pgcatalog.search.snippets import snippet
 
-#: results one call makes snippets for, at most (the rows shown)
-MAX_ROWS = 100
+#: results one call makes snippets for, at most (the rows shown: each
+#: object's text is made by its indexers)
+MAX_ROWS = 50
+#: the searched text read, at most (characters)
+MAX_QUERY = 1000
 
 
 def _bounded(name, value, highest):
@@ -33,7 +36,7 @@ class SnippetsAPI:
     @security.protected(search_zcatalog)
     def pgc_snippets(self, results, text, index="SearchableText", size=30,
                      fragments=2):
-        """For each brain of ``results`` (the rows shown, at most 100), the
+        """For each brain of ``results`` (the rows shown, at most 50), the
         passages of its object's text (text index ``index``'s source)
         where the words of the text query ``text`` are, as HTML with those
         words in ``<mark>`` (docs/snippets.md); "" for an object the user
@@ -51,6 +54,9 @@ class SnippetsAPI:
         if not isinstance(text, str):
             raise TypeError("the searched text is a string, not %r"
                             % type(text).__name__)
+        if len(text) > MAX_QUERY:
+            raise ValueError("a searched text of at most %d characters"
+                             % MAX_QUERY)
         # the query as the search read it (its ParseError / QueryError)
         node = found.pgc_parse([text])
         terms = Terms(node)

@@ -371,7 +371,9 @@ def text_relevance(conditions, store, window):
             postings = None
         if postings is not None:
             return relevance.TextRelevance(
-                relevance.among_hot(hot.where(cid, hot_others, ids=ids)),
+                relevance.among_hot(
+                    hot.where(cid, hot_others, ids=ids),
+                    hashed=relevance.hot_hashed(postings.reads, row[1])),
                 relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
                 window=page, source=relevance.postings(postings.statement))
     elif postings is not None and not beside_path:

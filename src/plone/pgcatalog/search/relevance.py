@@ -74,15 +74,41 @@ def postings_joined(statement):
     schema.FROM_ENTRIES)
 
 
-def among_hot(condition):
+def among_hot(condition, hashed=True):
     """The match ``tr`` is among the hot rows ``h`` meeting ``condition``:
     a semi-join the planner hashes (the hot rows of the matching sets,
     from their B-tree) rather than a look-up of each match's hot row.
     ``h.rid + 0`` is what makes it so: the planner cannot estimate how
     many rows a union's grouping gives (164 for 60,658), and looked each
-    up (334 ms, against 218 hashed, at 100,000 entries)."""
+    up (334 ms, against 218 hashed, at 100,000 entries).  ``hashed``
+    False (:func:`hot_hashed` says so: a small union beside many hot
+    rows) leaves the planner its look-up of each match's hot row."""
+    if not hashed:
+        return q("tr.rid IN (SELECT h.rid FROM {} h WHERE {})",
+                 schema.HOT_TABLE, condition)
     return q("tr.rid IN (SELECT h.rid + 0 FROM {} h WHERE {})",
              schema.HOT_TABLE, condition)
+
+
+#: Cost of keeping a union's matches among the hot rows meeting other
+#: conditions, two ways, in microseconds per row (100,000 entries, warm,
+#: PostgreSQL 15: auto_explain of a three-letter prefix of ``Title`` beside
+#: the anonymous filters, both ways): ``HOT_LOOKUP_US`` per row the union
+#: reads, its hot row looked up by rid (4,477 rows: 14 ms);
+#: ``HOT_HASHED_US`` per hot row kept, read from the key sets' B-tree and
+#: hashed (51,258 rows: 10.2 ms).  Only their ratio decides
+#: (:func:`hot_hashed`): a four-letter prefix's 620 matches (more_queries'
+#: SU4), looked up: medians 14.6-22.7 ms hashed, 13.1-15.0 looked up, five
+#: rounds by turns.
+HOT_LOOKUP_US = 3.0
+HOT_HASHED_US = 0.2
+
+
+def hot_hashed(reads, kept):
+    """Whether a union reading ``reads`` rows is kept among the ``kept``
+    hot rows at less cost hashed (:func:`among_hot`) than by a look-up of
+    each match's hot row."""
+    return float(reads) * HOT_LOOKUP_US >= float(kept) * HOT_HASHED_US
 
 
 #: Cost of keeping the matches of a union read word by word by conditions

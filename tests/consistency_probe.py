@@ -29,7 +29,8 @@ report how many of their transactions the standby served.
 Usage (prints one JSON line)::
 
     python tests/consistency_probe.py [--seconds 120] [--writers 2]
-        [--readers 3] [--cache on|off] [--catalog same|other] [--standby]
+        [--readers 3] [--cache on|off] [--catalog same|other]
+        [--standby [--no-route]]
 
 tests/test_consistency.py runs it briefly; a longer run is a measurement
 (docs/transactions.md).
@@ -204,7 +205,10 @@ def reader(db, seconds, seed):
               "transactions_off": 0, "errors": 0, "conflicts": 0}
     samples = []
     end = time.monotonic() + seconds
+    #: each reader transaction (its begin, searches, objects compared, end)
+    durations = []
     while time.monotonic() < end:
+        started = time.perf_counter()
         try:
             with Request(db, SITE, ADMIN) as r:
                 folder = r.site[FOLDER]
@@ -235,6 +239,7 @@ def reader(db, seconds, seed):
                                 [:3]})
                 counts["transactions"] += 1
                 counts["transactions_off"] += off
+                durations.append(time.perf_counter() - started)
                 # the objects as RelStorage stored them in this snapshot
                 # (the catalog's, which is RelStorage's when shared): a
                 # loaded state older than that is RelStorage's own lag
@@ -255,6 +260,7 @@ def reader(db, seconds, seed):
                 samples.append({"error": "%s: %s" % (type(exc).__name__,
                                                      exc)})
     counts["samples"] = samples
+    counts["durations"] = durations
     from plone.pgcatalog.search import cache
     counts["cache"] = cache.stats()
     from plone.pgcatalog import config
@@ -310,7 +316,9 @@ def parent(args):
         from plone.pgcatalog.testing.replication import ReplicatedServers
         servers = ReplicatedServers(standbys=1)
         dsn, standbys = servers.fresh_database("pgcatalog_probe")
-        args.standby_dsns = ";".join(standbys)
+        # (--no-route: the standby replays, the primary serves every read:
+        # the same machine's load, to compare with)
+        args.standby_dsns = "" if args.no_route else ";".join(standbys)
         fresh = servers.fresh_database
     else:
         dsn = pgserver.fresh_database("pgcatalog_probe")
@@ -350,6 +358,7 @@ def parent(args):
         total[key] = sum(r.get(key, 0) for r in results
                          if r["role"] == "writer")
     total["standby"] = bool(args.standby)
+    total["routed"] = bool(args.standby_dsns)
     for key in ("transactions", "answers", "behind", "ahead", "stale",
                 "old_objects", "primary_served", "standby_served",
                 "standby_behind",
@@ -362,6 +371,14 @@ def parent(args):
                           if r["role"] == "reader" and r["cache"])
     total["samples"] = [s for r in results if r["role"] == "reader"
                         for s in r["samples"]][:10]
+    durations = sorted(d for r in results if r["role"] == "reader"
+                       for d in r["durations"])
+    if durations:
+        # a reader transaction, begun to ended (ms)
+        total["reader_p50_ms"] = round(
+            1000.0 * durations[len(durations) // 2], 2)
+        total["reader_p99_ms"] = round(
+            1000.0 * durations[int(0.99 * (len(durations) - 1))], 2)
     total["writer_errors"] = [e for r in results if r["role"] == "writer"
                               for e in r["errors"]][:5]
     total["documents"] = final["documents"]
@@ -406,6 +423,9 @@ def main(argv=None):
     p.add_argument("--standby", action="store_true",
                    help="a primary with a streaming standby; the catalog "
                         "may read on the standby")
+    p.add_argument("--no-route", action="store_true",
+                   help="with --standby: the standby replays, but every "
+                        "read goes to the primary")
     p.add_argument("--standby-dsns", help=argparse.SUPPRESS)
     p.add_argument("--child", dest="role")
     p.add_argument("--setup", action="store_true")

@@ -17,7 +17,8 @@ own change whatever process or standby serves it: its ZODB snapshot counts
 the change, and only a snapshot that holds it is accepted.
 
 This module keeps which standby to try next, their pauses, and what each
-served (the control panel's status).
+served (the control panel's status), and holds the session's part
+(:class:`StandbyReads`).
 """
 import itertools
 import logging
@@ -78,8 +79,7 @@ _lock = threading.Lock()
 #: dsn (as configured, and as connected with) -> Standby
 _standbys = {}
 _turn = itertools.count()
-#: read-only transactions of the primary's (while standbys are
-#: configured): (served, fell back to it)
+#: read-only transactions the primary served while standbys are configured
 _primary = {"served": 0}
 
 

@@ -7,26 +7,20 @@ index ids or an object of index id -> options (``pgc_facets``'). Answers
 n}}}``: the values of the matches the user may see.  Reads only: nothing
 is written, so no CSRF token is asked (as ``@querystring-search``).
 """
-from Acquisition import aq_base
 from DateTime.interfaces import DateTimeError
 from plone.app.querystring import queryparser
 from plone.restapi.deserializer import json_body
 from plone.restapi.exceptions import DeserializationError
 from plone.restapi.serializer.converters import json_compatible
-from plone.restapi.services import Service
-from Products.CMFCore.utils import getToolByName
 from zExceptions import BadRequest
-from zExceptions import NotFound
 
-from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog.browser.service import CatalogService
 
 
-class FacetsPost(Service):
+class FacetsPost(CatalogService):
 
     def reply(self):
-        catalog = getToolByName(self.context, "portal_catalog")
-        if not isinstance(aq_base(catalog), PGCatalogTool):
-            raise NotFound("this site's catalog is not plone.pgcatalog's")
+        catalog = self.catalog()
         try:
             body = json_body(self.request)
         except DeserializationError:

@@ -8,31 +8,18 @@ words are, in ``<mark>``.  Reads only.
 """
 import re
 
-from Acquisition import aq_base
-from plone.restapi.services import Service
-from Products.CMFCore.utils import getToolByName
 from Products.ZCTextIndex.ParseTree import ParseError
 from Products.ZCTextIndex.ParseTree import QueryError
 from zExceptions import BadRequest
-from zExceptions import NotFound
 
-from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog.browser.service import CatalogService
 from plone.pgcatalog.toolapi.snippets import MAX_ROWS
 
 
-def _number(form, name, default):
-    try:
-        return int(form.get(name, default))
-    except (TypeError, ValueError):
-        raise BadRequest("'%s': a number" % name)
-
-
-class SnippetsGet(Service):
+class SnippetsGet(CatalogService):
 
     def reply(self):
-        catalog = getToolByName(self.context, "portal_catalog")
-        if not isinstance(aq_base(catalog), PGCatalogTool):
-            raise NotFound("this site's catalog is not plone.pgcatalog's")
+        catalog = self.catalog()
         form = self.request.form
         text = form.get("q")
         if not isinstance(text, str):
@@ -45,8 +32,8 @@ class SnippetsGet(Service):
                 or len(uids) > MAX_ROWS:
             raise BadRequest("'UID': at most %d UIDs of results" % MAX_ROWS)
         index = form.get("index", "SearchableText")
-        size = _number(form, "size", 30)
-        fragments = _number(form, "fragments", 2)
+        size = self.number("size", 30)
+        fragments = self.number("fragments", 2)
         if not uids:
             return {"items": {}}
         # the results the user may see

@@ -6,15 +6,13 @@ the first entries (by relevance) whose ``Title`` holds every typed word as
 a prefix, below the object, of the site's searchable types unless
 ``portal_type`` is given, that the user may see.  Reads only.
 """
-from Acquisition import aq_base
 from plone.restapi.serializer.converters import json_compatible
-from plone.restapi.services import Service
 from Products.CMFCore.utils import getToolByName
 from zExceptions import BadRequest
-from zExceptions import NotFound
 
+from plone.pgcatalog.browser.service import CatalogService
 from plone.pgcatalog.search.suggest import MAX_LIMIT
-from plone.pgcatalog.tool import PGCatalogTool
+
 
 #: the brain's columns an item shows, by the answer's key
 COLUMNS = (("@type", "portal_type"), ("title", "Title"),
@@ -22,20 +20,15 @@ COLUMNS = (("@type", "portal_type"), ("title", "Title"),
            ("UID", "UID"))
 
 
-class SuggestGet(Service):
+class SuggestGet(CatalogService):
 
     def reply(self):
-        catalog = getToolByName(self.context, "portal_catalog")
-        if not isinstance(aq_base(catalog), PGCatalogTool):
-            raise NotFound("this site's catalog is not plone.pgcatalog's")
+        catalog = self.catalog()
         form = self.request.form
         text = form.get("q")
         if not isinstance(text, str):
             raise BadRequest("'q': the text typed so far")
-        try:
-            limit = int(form.get("limit", 10))
-        except (TypeError, ValueError):
-            raise BadRequest("'limit': from 1 to %d" % MAX_LIMIT)
+        limit = self.number("limit", 10, "from 1 to %d" % MAX_LIMIT)
         types = form.get("portal_type")
         if types is None:
             types = getToolByName(

@@ -12,16 +12,16 @@ from plone.pgcatalog.schema import migrations
 
 @pytest.fixture
 def test_steps():
-    """Two schema steps after the baseline, made for the tests (the product
-    has none yet): one a process of the version before keeps running on
-    (it only adds), and one it does not."""
+    """Two schema steps after this release's, made for the tests: one a
+    process of the version before keeps running on (it only adds), and one
+    it does not."""
     additive = migrations.Step(
-        migrations.BASELINE + 1, "a table for the test",
+        migrations.SCHEMA_VERSION + 1, "a table for the test",
         ["CREATE TABLE pgcatalog_test_step (id integer)",
          "INSERT INTO pgcatalog_test_step VALUES (1), (2)"],
         blocks_writes=False, seconds_per_100k=1.5, compatible=True)
     breaking = migrations.Step(
-        migrations.BASELINE + 2, "a column for the test",
+        migrations.SCHEMA_VERSION + 2, "a column for the test",
         ["ALTER TABLE pgcatalog_test_step ADD COLUMN n integer NOT NULL "
          "DEFAULT 0"], blocks_writes=True, seconds_per_100k=40.0)
     return additive, breaking
@@ -29,9 +29,9 @@ def test_steps():
 
 @pytest.fixture
 def later_release(monkeypatch, test_steps):
-    """This process as a release whose schema is the test steps past the
-    baseline; the steps."""
-    monkeypatch.setattr(migrations, "STEPS", test_steps)
+    """This process as a release whose schema is the test steps past this
+    release's; the test steps."""
+    monkeypatch.setattr(migrations, "STEPS", migrations.STEPS + test_steps)
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", test_steps[-1].version)
     return test_steps
 

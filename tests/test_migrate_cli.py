@@ -54,52 +54,56 @@ def test_empty_database(dsn):
     data = json.loads(out)
     assert data["database_schema_version"] is None
     assert data["up_to_date"] is False
-    assert [s["version"] for s in data["pending"]] == [1]
+    assert [s["version"] for s in data["pending"]] == [1] + [
+        step.version for step in migrations.STEPS]
 
 
 def test_apply_then_up_to_date(dsn):
     status, out, err = run("--dsn", dsn, "--apply")
     assert status == migrate.CURRENT
-    assert out == "schema version 1\n"
+    assert out == "schema version %d\n" % migrations.SCHEMA_VERSION
     assert "1: create the catalog tables (baseline) ...\n" in err
     assert "1: done in" in err
     assert version(dsn) == migrations.SCHEMA_VERSION
     status, out, err = run("--dsn", dsn)
     assert status == migrate.CURRENT
-    assert "schema: version 1 (made by pgcatalog-plone" in out
+    assert "schema: version %d (made by pgcatalog-plone" % (
+        migrations.SCHEMA_VERSION) in out
     assert out.endswith("up to date\n")
     status, out, err = run("--dsn", dsn, "--apply")
-    assert (status, out) == (migrate.CURRENT,
-                             "schema version 1 (nothing to do)\n")
+    assert (status, out) == (migrate.CURRENT, "schema version %d (nothing to "
+                             "do)\n" % migrations.SCHEMA_VERSION)
     status, out, err = run("--dsn", dsn, "--sql")
     assert (status, out) == (migrate.CURRENT, "")
 
 
 def test_pending_steps_on_the_baseline(dsn, later_release):
+    a, b = (step.version for step in later_release)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        migrations.apply(conn, steps=())
+        # this release's schema; the test steps after it pending
+        migrations.apply(conn, steps=migrations.STEPS[:-2])
         conn.execute("SELECT 1")
     status, out, err = run("--dsn", dsn)
     assert status == migrate.PENDING
-    assert ("  2  a table for the test: writes go on; about 2 s per 100,000 "
+    assert ("  %d  a table for the test: writes go on; about 2 s per 100,000 "
             "entries (under a second here); processes of the release "
-            "before it keep running") in out
-    assert ("  3  a column for the test: catalog writes wait while it runs; "
+            "before it keep running" % a) in out
+    assert ("  %d  a column for the test: catalog writes wait while it runs; "
             "about 40 s per 100,000 entries (under a second here); stop "
-            "processes of older releases first") in out
+            "processes of older releases first" % b) in out
     status, out, err = run("--dsn", dsn, "--sql")
     assert out == (
-        "-- 2: a table for the test\n"
+        "-- %d: a table for the test\n"
         "CREATE TABLE pgcatalog_test_step (id integer);\n\n"
         "INSERT INTO pgcatalog_test_step VALUES (1), (2);\n\n"
-        "-- 3: a column for the test\n"
+        "-- %d: a column for the test\n"
         "ALTER TABLE pgcatalog_test_step ADD COLUMN n integer NOT NULL "
-        "DEFAULT 0;\n\n")
+        "DEFAULT 0;\n\n" % (a, b))
     status, out, err = run("--dsn", dsn, "--apply")
     assert status == migrate.CURRENT
-    assert err.splitlines()[0] == "2: a table for the test ..."
-    assert err.splitlines()[2] == "3: a column for the test ..."
-    assert version(dsn) == 3
+    assert err.splitlines()[0] == "%d: a table for the test ..." % a
+    assert err.splitlines()[2] == "%d: a column for the test ..." % b
+    assert version(dsn) == b
 
 
 def test_newer_schema_is_an_error(dsn, test_steps):
@@ -111,7 +115,7 @@ def test_newer_schema_is_an_error(dsn, test_steps):
     status, out, err = run("--dsn", dsn, "--apply")
     assert status == migrate.ERROR
     assert "upgrade pgcatalog-plone" in err
-    assert version(dsn) == 3
+    assert version(dsn) == test_steps[-1].version
     # only additive steps ahead: fine
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE pgcatalog_schema SET compatible = 1")
@@ -160,8 +164,8 @@ def test_console_script_reads_the_zope_conf(dsn, tmp_path):
                           capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "schema version 1\n"
-    assert version(dsn) == 1
+    assert done.stdout == "schema version %d\n" % migrations.SCHEMA_VERSION
+    assert version(dsn) == migrations.SCHEMA_VERSION
 
 
 def test_grant_sql(dsn):

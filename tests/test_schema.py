@@ -117,8 +117,9 @@ def load(conn, path):
 def test_fresh_database_gets_current_version(conn):
     state = migrations.read_state(conn)
     assert state.empty and state.version is None
-    assert state.pending() == [migrations.CREATE]
-    assert migrations.apply(conn) == [migrations.CREATE]
+    assert state.pending() == [migrations.CREATE] + list(migrations.STEPS)
+    assert migrations.apply(conn) == [migrations.CREATE] + list(
+        migrations.STEPS)
     assert conn.execute(
         "SELECT version, compatible, release FROM pgcatalog_schema"
     ).fetchall() == [(migrations.SCHEMA_VERSION, migrations.BASELINE,
@@ -137,12 +138,14 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
-        "pgcatalog_hot_free_sets"])
+        "pgcatalog_hot_free_sets", "pgcatalog_langtext"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
         "toast_tuple_target=8160"}
     assert tables["pgcatalog_text"] == "toast_tuple_target=8160"
+    # language-aware text (schema version 2)
+    assert tables["pgcatalog_langtext"] == "toast_tuple_target=8160"
     columns = {(r[0], r[1]): r[2:] for r in fresh["columns"]}
     assert columns[("pgcatalog_meta", "meta")][0] == "json"
     assert columns[("pgcatalog_entries", "path")][2] == "C"
@@ -280,27 +283,31 @@ def test_baseline_in_another_schema(conn):
 
 def test_steps_apply_in_order_with_progress(conn, later_release):
     additive, breaking = later_release
-    migrations.apply(conn, steps=())
+    a, b = additive.version, breaking.version
+    # this release's schema, then the test steps after it
+    migrations.apply(conn, steps=migrations.STEPS[:-2])
     state = migrations.read_state(conn)
-    assert state.version == migrations.BASELINE and not state.runs()
+    assert state.version == a - 1 and not state.runs()
     assert state.pending() == [additive, breaking]
     seen = []
     done = migrations.apply(conn, progress=lambda step, event, seconds: (
         seen.append((step.version, event))))
     assert done == [additive, breaking]
-    assert seen == [(2, "start"), (2, "done"), (3, "start"), (3, "done")]
+    assert seen == [(a, "start"), (a, "done"), (b, "start"), (b, "done")]
     assert conn.execute("SELECT id, n FROM pgcatalog_test_step ORDER BY 1"
                         ).fetchall() == [(1, 0), (2, 0)]
     # the breaking step raised the oldest schema version that runs on it
     assert conn.execute("SELECT version, compatible FROM pgcatalog_schema"
-                        ).fetchone() == (3, 3)
+                        ).fetchone() == (b, b)
 
 
 def test_additive_step_keeps_the_oldest_compatible_version(conn,
                                                            later_release):
-    migrations.apply(conn, steps=later_release[:1])
+    migrations.apply(conn, steps=migrations.STEPS[:-1])
+    # every step up to the test's additive one only added
     assert conn.execute("SELECT version, compatible FROM pgcatalog_schema"
-                        ).fetchone() == (2, 1)
+                        ).fetchone() == (later_release[0].version,
+                                         migrations.BASELINE)
     state = migrations.read_state(conn)
     # a process of the baseline's release runs on it, one of this release
     # not yet
@@ -364,29 +371,33 @@ def test_empty_database_is_created_unless_off(conn):
 
 
 def test_older_schema_is_refused_unless_upgrade(conn, later_release):
+    additive, breaking = later_release
     migrations.apply(conn, steps=())
     for policy in ("create", "off"):
         with pytest.raises(SchemaError) as raised:
             db.check_schema(conn, policy)
         message = str(raised.value)
-        assert "schema version 1" in message and "needs version 3" in message
+        assert "schema version 1" in message and \
+            "needs version %d" % breaking.version in message
         assert "pgcatalog-migrate --apply" in message
-        assert "2: a table for the test; 3: a column for the test" in message
+        assert "%d: a table for the test; %d: a column for the test" % (
+            additive.version, breaking.version) in message
         assert migrations.read_state(conn).version == 1
-    assert db.check_schema(conn, "upgrade").version == 3
+    assert db.check_schema(conn, "upgrade").version == breaking.version
 
 
 def test_newer_schema_is_refused_unless_compatible(conn, test_steps):
     migrations.apply(conn, steps=test_steps)
-    # this process is of the baseline's release: version 3 is made for
-    # releases of version 3 and later
-    with pytest.raises(SchemaError, match=r"schema version 3 .*cannot work "
-                       r"on: upgrade pgcatalog-plone in this process"):
+    newer = test_steps[-1].version
+    # this process is of this release: the database's version is made for
+    # releases of that version and later
+    with pytest.raises(SchemaError, match=r"schema version %d .*cannot work "
+                       r"on: upgrade pgcatalog-plone in this process" % newer):
         db.check_schema(conn, "upgrade")
-    assert migrations.read_state(conn).version == 3
+    assert migrations.read_state(conn).version == newer
     # a database only additive steps ahead: it runs (a rolling deploy)
     conn.execute("UPDATE pgcatalog_schema SET compatible = 1")
-    assert db.check_schema(conn, "create").version == 3
+    assert db.check_schema(conn, "create").version == newer
 
 
 def test_prerelease_tables_are_refused(conn):

@@ -35,6 +35,9 @@ INSERT INTO pgcatalog_meta_layouts (digest, names) VALUES
 INSERT INTO pgcatalog_text (rid, cid, name, tsv, dl, tf) SELECT rid, cid,
   'SearchableText', to_tsvector('simple', path), 1, '{"doc": 1}'::jsonb
   FROM pgcatalog_entries WHERE path LIKE '%/doc';
+INSERT INTO pgcatalog_langtext (rid, cid, name, config, tsv) SELECT rid,
+  cid, 'SearchableText', 'pgcatalog_english', to_tsvector('simple', path)
+  FROM pgcatalog_entries WHERE path LIKE '%/doc';
 INSERT INTO pgcatalog_commits (cid, delta) VALUES (1, 3), (1, 1);
 INSERT INTO pgcatalog_indexes (cid, name, pg_index) VALUES
   (1, 'portal_type', 'pgcatalog_x_0123456789ab');
@@ -55,9 +58,15 @@ def main():
              ""]
     for step in [migrations.CREATE] + list(migrations.STEPS):
         lines.append("-- %d: %s" % (step.version, step.title))
-        lines += [text.rstrip() + "\n" for text in step.sql("public")]
+        # each statement ended (a step's texts are single statements)
+        lines += [text.rstrip().rstrip(";") + ";\n"
+                  for text in step.sql("public")]
+    # the oldest version running on it: that of its last breaking step
+    compatible = max([migrations.BASELINE] + [
+        step.version for step in migrations.STEPS if not step.compatible])
     lines.append("INSERT INTO pgcatalog_schema (version, compatible, release) "
-                 "VALUES (%d, %d, '%s');\n" % (version, version, __version__))
+                 "VALUES (%d, %d, '%s');\n" % (version, compatible,
+                                                __version__))
     lines.append("-- a few rows in this layout")
     lines.append(ROWS)
     with open(path, "w") as out:

@@ -26,6 +26,10 @@ Layout (one set of tables per database, every row scoped by catalog
     one ``tsvector`` row per (entry, text index): full text is kept out of
     the entries; ``dl`` / ``tf`` (word count, term frequencies) feed the
     Okapi score; rows up to 8 KB stay uncompressed (``toast_tuple_target``).
+``pgcatalog_langtext``
+    one row per (entry, text index searched by language, docs/language-text.md):
+    the text search configuration of the object's language and the
+    weighted ``tsvector`` PostgreSQL parsed with it (schema version 2).
 ``pgcatalog_words``
     the lexicon: every word of the text rows, kept by a trigger.
 ``pgcatalog_commits``
@@ -85,6 +89,7 @@ from plone.pgcatalog.schema import migrations
 ENTRIES = "pgcatalog_entries"
 META = "pgcatalog_meta"
 TEXT = "pgcatalog_text"
+LANGTEXT = "pgcatalog_langtext"
 CATALOGS = "pgcatalog_catalogs"
 COMMITS = "pgcatalog_commits"
 INDEXES = "pgcatalog_indexes"
@@ -102,6 +107,7 @@ META_LAYOUTS = "pgcatalog_meta_layouts"
 ENTRIES_TABLE = ident(ENTRIES)
 META_TABLE = ident(META)
 TEXT_TABLE = ident(TEXT)
+LANGTEXT_TABLE = ident(LANGTEXT)
 CATALOGS_TABLE = ident(CATALOGS)
 INDEXES_TABLE = ident(INDEXES)
 LISTS_TABLE = ident(LISTS)

@@ -33,7 +33,7 @@ from plone.pgcatalog.testing import pgserver
 #: rows last (a restored set keeps its id: the identity sequence has only
 #: moved past it since the snapshot)
 _TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
-           schema.COMMITS, schema.INDEXES, schema.HOT_NAMES, schema.HOT_SETS,
+           schema.LANGTEXT, schema.COMMITS, schema.INDEXES, schema.HOT_NAMES, schema.HOT_SETS,
            schema.HOT_FREE_SETS, schema.HOT)
 #: emptied with them, filled again by the trigger of the rows restored
 _DERIVED = (schema.HOT_COUNTS,)
@@ -150,10 +150,35 @@ class PGCatalogRestAPIFixture(CatalogStateLayerMixin, PloneSandboxLayer):
 
 PGCATALOG_RESTAPI_FIXTURE = PGCatalogRestAPIFixture()
 
+
+class PGCatalogMultilingualFixture(CatalogStateLayerMixin, PloneSandboxLayer):
+    """The site with plone.app.multilingual: English (the default), German
+    and French, a root folder per language (``/en``, ``/de``, ``/fr``)."""
+
+    defaultBases = (PGCATALOG_FIXTURE,)
+
+    def setUpZope(self, app, configurationContext):
+        import plone.app.multilingual  # the test extra's
+        self.loadZCML(package=plone.app.multilingual)
+
+    def setUpPloneSite(self, portal):
+        from plone.app.multilingual.browser.setup import SetupMultilingualSite
+        from Products.CMFCore.utils import getToolByName
+        languages = getToolByName(portal, "portal_languages")
+        for code in ("de", "fr"):
+            languages.addSupportedLanguage(code)
+        applyProfile(portal, "plone.app.multilingual:default")
+        SetupMultilingualSite().setupSite(portal)
+
+
+PGCATALOG_MULTILINGUAL_FIXTURE = PGCatalogMultilingualFixture()
+
 PGCATALOG_INTEGRATION_TESTING = IntegrationTesting(
     bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Integration")
 PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
     bases=(PGCATALOG_FIXTURE,), name="PGCatalog:Functional")
+PGCATALOG_MULTILINGUAL_INTEGRATION_TESTING = IntegrationTesting(
+    bases=(PGCATALOG_MULTILINGUAL_FIXTURE,), name="PGCatalog:Multilingual")
 #: a real WSGI server in front of the site with plone.restapi: HTTP clients
 PGCATALOG_RESTAPI_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
     bases=(PGCATALOG_RESTAPI_FIXTURE, WSGI_SERVER_FIXTURE),

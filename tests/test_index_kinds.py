@@ -35,6 +35,7 @@ from plone.pgcatalog.indexes.interfaces import IIndexKind
 from plone.pgcatalog.indexes.interfaces import IPythonSortKind
 from plone.pgcatalog.indexes.interfaces import IQueryValueKind
 from plone.pgcatalog.indexes.interfaces import IRankingKind
+from plone.pgcatalog.indexes.interfaces import IReindexedKind
 from plone.pgcatalog.indexes.interfaces import ISubtreeKind
 from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.pg.fragment import Fragment
@@ -116,7 +117,7 @@ DECLARED = {
     "DateRecurringIndex": set(),
     "ExtendedPathIndex": {IHotConditionKind, ISubtreeKind},
     "GopipIndex": {IPythonSortKind},
-    "ZCTextIndex": {ITextKind, IRankingKind},
+    "ZCTextIndex": {ITextKind, IRankingKind, IReindexedKind},
 }
 
 

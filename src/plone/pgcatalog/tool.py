@@ -48,6 +48,7 @@ from plone.pgcatalog.toolapi.admin import AdminAPI
 from plone.pgcatalog.toolapi.facets import FacetsAPI
 from plone.pgcatalog.toolapi.indexes import IndexesAPI
 from plone.pgcatalog.toolapi.indexing import IndexingAPI
+from plone.pgcatalog.toolapi.language import LanguageTextAPI
 from plone.pgcatalog.toolapi.maintenance import MaintenanceAPI
 from plone.pgcatalog.toolapi.records import RecordsAPI
 from plone.pgcatalog.toolapi.searching import SearchAPI
@@ -60,7 +61,8 @@ from plone.pgcatalog.toolapi.verifying import VerifyAPI
 
 @implementer(IPloneCatalogTool, IZCatalog, ICatalogTool)
 class PGCatalogTool(SearchAPI, FacetsAPI, SuggestAPI, SnippetsAPI,
-                    IndexingAPI, RecordsAPI, IndexesAPI, MaintenanceAPI,
+                    IndexingAPI, RecordsAPI, IndexesAPI, LanguageTextAPI,
+                    MaintenanceAPI,
                     AdminAPI, ShadowAPI, VerifyAPI, UniqueObject, Folder):
     """Plone's catalog tool, with every index kept in PostgreSQL."""
 

@@ -8,10 +8,15 @@
     pgcatalog-rebuild --zope-conf etc/zope.conf --site Plone --cancel
     pgcatalog-rebuild --zope-conf etc/zope.conf --site Plone --refresh
     pgcatalog-rebuild --zope-conf etc/zope.conf --site Plone --index Subject
+    pgcatalog-rebuild --zope-conf etc/zope.conf --site Plone \
+        --language-text SearchableText --languages en,de,fr
+    pgcatalog-rebuild --zope-conf etc/zope.conf --site Plone \
+        --exact-text SearchableText
 
 Without ``--resume``, ``--cancel`` or ``--status`` it starts a build
 (``--refresh``: from the catalog's own paths; ``--index``: those indexes,
-in place) and runs it to the end; a run killed meanwhile is continued with
+in place; ``--language-text``: a text index switched to language-aware
+search, then reindexed in place) and runs it to the end; a run killed meanwhile is continued with
 ``--resume``.  A switch's old rows are dropped ``--grace`` seconds after
 it (a later run drops them if this one was stopped before).  Exit status:
 0 done (or status shown), 1 refused (e.g. nothing to resume), 2 usage.
@@ -39,7 +44,6 @@ from zope.globalrequest import setRequest
 
 from plone.pgcatalog.ops.rebuild import DEFAULT_BATCH
 from plone.pgcatalog.ops.rebuild import DEFAULT_GRACE
-from plone.pgcatalog.ops.rebuild import BuildError
 from plone.pgcatalog.ops.rebuild import OnlineRebuild
 from plone.pgcatalog.schema import ddl
 
@@ -70,6 +74,19 @@ def parser():
     what.add_argument("--index", nargs="+", metavar="NAME",
                       help="reindex these indexes of the live catalog, in "
                            "place")
+    what.add_argument("--language-text", metavar="NAME",
+                      help="search text index NAME by language (stems, "
+                           "accents folded, weights; docs/language-text.md)"
+                           ": switched over, then reindexed in place")
+    what.add_argument("--exact-text", metavar="NAME",
+                      help="search text index NAME ZCTextIndex-exact again")
+    p.add_argument("--languages", default=None,
+                   help="with --language-text: the language codes stemmed, "
+                        "comma-separated (default: the site's available "
+                        "languages)")
+    p.add_argument("--default-language", default=None,
+                   help="with --language-text: the language of objects in "
+                        "none or in another (default: the site's)")
     p.add_argument("--batch", type=int, default=None,
                    help="entries per committed batch (default %d)"
                         % DEFAULT_BATCH)
@@ -107,7 +124,8 @@ def run(app, argv, out=None):
         build = OnlineRebuild(site.portal_catalog, batch_size=args.batch,
                               log_every=args.log_every, grace=args.grace)
         return _command(build, args, out)
-    except BuildError as exc:
+    except ValueError as exc:
+        # BuildError, or a name that is no text index
         transaction.abort()
         print(str(exc), file=sys.stderr)
         return 1
@@ -125,10 +143,26 @@ def _command(build, args, out):
         build.cancel()
         build.drop(wait=True)
         return 0
+    if args.exact_text:
+        build.tool.pgc_exact_text(args.exact_text)
+        transaction.get().note("plone.pgcatalog: %s searched exactly"
+                               % args.exact_text)
+        transaction.commit()
+        return 0
     # rows an earlier switch or cancel left behind, once their time came
     build.drop(wait=False)
     if not args.resume:
-        if args.index:
+        if args.language_text:
+            languages = None if args.languages is None else [
+                code for code in args.languages.split(",") if code.strip()]
+            settings = build.tool.pgc_language_text(
+                args.language_text, languages, args.default_language)
+            transaction.get().note("plone.pgcatalog: %s searched by "
+                                   "language" % args.language_text)
+            transaction.commit()
+            print(json.dumps(settings, indent=2, sort_keys=True), file=out)
+            build.start("reindex", [args.language_text])
+        elif args.index:
             build.start("reindex", args.index)
         else:
             build.start("refresh" if args.refresh else "rebuild")

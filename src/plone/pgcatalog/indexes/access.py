@@ -219,13 +219,15 @@ class IndexData:
     @zpublish(False)
     @security.protected(search_zcatalog)
     def query_index(self, record, resultset=None):
-        qc = QueryContext(find_tool(self)._catalog)
+        store = _store(self)
+        qc = QueryContext(find_tool(self)._catalog, text_queries=lambda st: (
+            tuple(store.execute(st).fetchone())))
         condition = self.pgc_where(record, qc)
         if condition is NO_MATCH:
             return IISet()
         if condition is None:
             condition = TRUE
-        return IISet(_store(self).index_rids(condition))
+        return IISet(store.index_rids(condition))
 
     def _apply_index(self, request, resultset=None):
         iq = IndexQuery(request, self.getId(),

@@ -20,7 +20,7 @@ class QueryContext:
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
                  text_df=None, text_prefetch=None, text_words=None,
-                 path_outside=None):
+                 path_outside=None, text_queries=None, languages=None):
         self.catalog = catalog
         self.cid = cid
         self.text_stats = text_stats
@@ -28,6 +28,8 @@ class QueryContext:
         self.text_prefetch = text_prefetch
         self.text_words = text_words
         self.path_outside = path_outside
+        self.text_queries = text_queries
+        self.languages = languages
         self.alone = False
         #: relevance Fragments over the entry ``e`` (summed for ordering),
         #: or callables making them (:meth:`rank_fragments`)

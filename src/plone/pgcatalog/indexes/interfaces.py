@@ -16,6 +16,7 @@ that the class declares (``@implementer``); the engine asks
 - :class:`IPythonSortKind`: sorted in Python (the folders' order);
 - :class:`ITextKind`: words in ``pgcatalog_text``;
 - :class:`IRankingKind`: a relevance score (Okapi BM25);
+- :class:`IReindexedKind`: told when a reindex of it completes;
 - :class:`IQueryValueKind`: compares converted query values (the result
   cache keys queries by them).
 
@@ -176,6 +177,11 @@ class ITextKind(Interface):
     """The kind's words live in ``pgcatalog_text`` (``pgc_storage``
     'text'): one tsvector row per document and index."""
 
+    pgc_language = Attribute(
+        "How the index is searched by language (indexes/text/language."
+        "LanguageText; its rows in pgcatalog_langtext), or None: "
+        "ZCTextIndex-exact.")
+
     def pgc_words(obj):
         """The word list ZCTextIndex would index for ``obj`` (None when it
         would not index it)."""
@@ -191,6 +197,14 @@ class ITextKind(Interface):
     def pgc_unique_words_sql(cid):
         """The statement (a Fragment) counting the distinct words of this
         index in catalog ``cid`` (``numObjects``; store.unique_words)."""
+
+
+class IReindexedKind(Interface):
+    """The kind learns that every entry's value of it was written again
+    (``reindexIndex``, or an online reindex finished: ops/rebuild.py)."""
+
+    def pgc_reindexed():
+        """Called in the transaction that completes the reindex."""
 
 
 class IRankingKind(Interface):
@@ -248,4 +262,4 @@ class IQueryValueKind(Interface):
 
 #: the optional capabilities, each checked at registration
 CAPABILITIES = (IHotKind, IHotConditionKind, ISubtreeKind, IPythonSortKind,
-                ITextKind, IRankingKind, IQueryValueKind)
+                ITextKind, IRankingKind, IQueryValueKind, IReindexedKind)

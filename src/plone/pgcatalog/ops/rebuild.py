@@ -45,6 +45,7 @@ from plone.pgcatalog.buildstate import DONE
 from plone.pgcatalog.buildstate import MODES
 from plone.pgcatalog.buildstate import BuildState
 from plone.pgcatalog.buildstate import Progress
+from plone.pgcatalog.indexes.interfaces import IReindexedKind
 from plone.pgcatalog.ops import buildstore
 from plone.pgcatalog.ops import mirror
 from plone.pgcatalog.ops.mirror import read_current
@@ -67,6 +68,16 @@ START_PAUSE = 0.05
 PAUSE_MAX = 2.0
 #: seconds between the switch and dropping the old catalog's rows
 DEFAULT_GRACE = 30.0
+
+
+def reindexed(tool, names):
+    """Tell the indexes ``names`` that every entry's value of them was
+    written again (IReindexedKind: a language-aware text index becomes
+    complete)."""
+    for name in names:
+        index = tool._catalog.getIndex(name)
+        if IReindexedKind.providedBy(index):
+            index.pgc_reindexed()
 
 
 class BuildError(ValueError):
@@ -342,6 +353,8 @@ class OnlineRebuild:
             for name in ("_pgc_generation", "_pgc_changes"):
                 if name in base.__dict__:
                     delattr(base, name)
+        # every entry's values of them written again (a rebuild's: all)
+        reindexed(tool, state.indexes)
         state.phase = DONE
         state.finished = time.time()
         transaction.get().note("plone.pgcatalog: online %s done"

@@ -477,6 +477,9 @@ class CatalogStore(outside.EntriesOutside):
                 "DELETE FROM {} USING {} WHERE e.rid = t.rid AND e.cid = {} "
                 "AND t.name = {}", schema.FROM_TEXT, schema.FROM_ENTRIES,
                 self.cid, index.getId()))
+            # and its language rows (indexes/text/language.py)
+            self.write(q("DELETE FROM {} WHERE cid = {} AND name = {}",
+                         schema.LANGTEXT_TABLE, self.cid, index.getId()))
 
     def unique_words(self, index):
         """Distinct words of text index ``index`` in this catalog."""

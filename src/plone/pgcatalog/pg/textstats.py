@@ -56,6 +56,12 @@ COMMON_DF_TTL = 600.0
 #: (dsn, cid, text index, "words", prefix, pattern) -> (expiry, version,
 #: words or None)
 _words = {}
+#: (dsn, statement text, parameters) -> tsquery texts: a language-aware
+#: query's words as each configuration parses them (the configurations do
+#: not change with the data: kept until the process ends or the cache
+#: fills)
+_tsqueries = {}
+TSQUERIES_MAX = 5000
 #: a glob of more words than this is scored with its own frequency for all
 #: its words (scoring.py: a broad glob such as ``a*``)
 GLOB_WORDS_MAX = 500
@@ -66,6 +72,20 @@ def forget():
     _df.clear()
     _common.clear()
     _words.clear()
+    _tsqueries.clear()
+
+
+def tsqueries(store, statement):
+    """The row of ``statement`` (language.queries_sql: a query's tsquery
+    text in each configuration), read once per process."""
+    key = (store.session.dsn, statement.text, statement.params)
+    found = _tsqueries.get(key)
+    if found is None:
+        found = tuple(store.execute(statement).fetchone())
+        if len(_tsqueries) >= TSQUERIES_MAX:
+            _tsqueries.clear()
+        _tsqueries[key] = found
+    return found
 
 
 def stats(store, index):

@@ -280,15 +280,27 @@ def upsert_statement(cid, path, op):
                       "{}::json FROM r ON CONFLICT (rid) DO UPDATE SET "
                       "meta = EXCLUDED.meta WHERE y.meta::text IS DISTINCT "
                       "FROM EXCLUDED.meta::text)", schema.META_TABLE, op.meta))
+    languages = [name for name, value in op.text_set.items()
+                 if getattr(value, "language", None) is not None]
     if op.full:
-        # a full reindex: the text rows of the other text indexes go
+        # a full reindex: the text rows of the other text indexes go (and
+        # the language rows of those not searched by language)
         ctes.append(q("td AS (DELETE FROM {} t USING r WHERE t.rid = r.rid "
                       "AND NOT (t.name = ANY({}::text[])))", schema.TEXT_TABLE,
                       list(op.text_set)))
+        ctes.append(q("ld AS (DELETE FROM {} l USING r WHERE l.rid = r.rid "
+                      "AND NOT (l.name = ANY({}::text[])))",
+                      schema.LANGTEXT_TABLE, languages))
     elif op.text_remove:
         ctes.append(q("td AS (DELETE FROM {} t USING r WHERE t.rid = r.rid "
                       "AND t.name = ANY({}::text[]))", schema.TEXT_TABLE,
                       list(op.text_remove)))
+        ctes.append(q("ld AS (DELETE FROM {} l USING r WHERE l.rid = r.rid "
+                      "AND l.name = ANY({}::text[]))", schema.LANGTEXT_TABLE,
+                      list(op.text_remove)))
+    if languages:
+        ctes.append(language_rows(cid, [
+            (name, op.text_set[name].language) for name in languages]))
     if op.text_set:
         names = list(op.text_set)
         texts = [op.text_set[name] for name in names]
@@ -305,6 +317,33 @@ def upsert_statement(cid, path, op):
             [None if getattr(v, "tf", None) is None
              else orjson.dumps(v.tf).decode("utf-8") for v in texts]))
     return q("WITH {} SELECT rid FROM r", join(", ", ctes))
+
+
+#: the weighted tsvector of a language row's texts (``v.a`` .. ``v.d``:
+#: weights A .. D), each parsed with the row's configuration
+_WEIGHTED = q(
+    "(setweight(to_tsvector(v.config::regconfig, v.a), 'A') || "
+    "setweight(to_tsvector(v.config::regconfig, v.b), 'B') || "
+    "setweight(to_tsvector(v.config::regconfig, v.c), 'C') || "
+    "setweight(to_tsvector(v.config::regconfig, v.d), 'D'))")
+
+
+def language_rows(cid, values):
+    """The CTE writing the language rows (``pgcatalog_langtext``) of the
+    entry ``r``: ``values`` ``[(text index name, language.LanguageValue)]``,
+    parsed by PostgreSQL with each one's text search configuration."""
+    texts = [value.texts() for _name, value in values]
+    return q("li AS (INSERT INTO {} AS l (rid, cid, name, config, tsv) "
+             "SELECT r.rid, {}, v.name, v.config, {} FROM r, unnest("
+             "{}::text[], {}::text[], {}::text[], {}::text[], {}::text[], "
+             "{}::text[]) AS v(name, config, a, b, c, d) ON CONFLICT (rid, "
+             "name) DO UPDATE SET config = EXCLUDED.config, tsv = "
+             "EXCLUDED.tsv WHERE (l.config, l.tsv) IS DISTINCT FROM "
+             "(EXCLUDED.config, EXCLUDED.tsv))", schema.LANGTEXT_TABLE, cid,
+             _WEIGHTED, [name for name, _value in values],
+             [value.config for _name, value in values],
+             [t[0] for t in texts], [t[1] for t in texts],
+             [t[2] for t in texts], [t[3] for t in texts])
 
 
 class Writer:

@@ -57,6 +57,7 @@ from DateTime import DateTime
 from plone.pgcatalog import config
 from plone.pgcatalog.changes import read_names
 from plone.pgcatalog.indexes.interfaces import IQueryValueKind
+from plone.pgcatalog.indexes.interfaces import ITextKind
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -342,4 +343,18 @@ def key_for(tool, store, query):
     return cache, (session.dsn, base._pgc_key, counters.token, counters.all,
                    counters.rows, tuple(catalog._indexes),
                    tuple(catalog.names), qkey,
-                   tuple([counts.get(name, 0) for name in names]))
+                   tuple([counts.get(name, 0) for name in names]),
+                   text_modes(catalog, names))
+
+
+def text_modes(catalog, names):
+    """How the text indexes among ``names`` are searched (ZCTextIndex-exact
+    or by language, and with which settings: language.LanguageText.key),
+    which the answers depend on and which no catalog write may say."""
+    indexes = catalog._indexes
+    found = []
+    for name in names:
+        index = indexes.get(name)
+        if ITextKind.providedBy(index) and index.pgc_language is not None:
+            found.append((name, index.pgc_language.key()))
+    return tuple(found)

@@ -30,6 +30,7 @@ from plone.pgcatalog.search import sorting
 from plone.pgcatalog.search.query import batch_window
 from plone.pgcatalog.search.query import make_query
 from plone.pgcatalog.search.query import parses_like_unindex
+from plone.pgcatalog.search.query import query_languages
 from plone.pgcatalog.search.query import query_names
 from plone.pgcatalog.search.query import reverse_for
 from plone.pgcatalog.search.query import sort_indexes_for
@@ -54,7 +55,10 @@ def compile_search(catalog, query, store, window=None):
         text_prefetch=lambda name, tsqueries: textstats.prefetch(
             store, catalog.getIndex(name), tsqueries),
         text_words=lambda name, prefix, pattern: textstats.words(
-            store, catalog.getIndex(name), prefix, pattern))
+            store, catalog.getIndex(name), prefix, pattern),
+        text_queries=lambda statement: textstats.tsqueries(
+            store, statement),
+        languages=query_languages(query))
     # one index alone, sorting by nothing else: a path index may read a
     # subtree as one range (indexes/path/search.py), if no entry lies
     # outside the site; not known in this state of the transaction, that

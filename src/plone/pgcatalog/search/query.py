@@ -7,9 +7,12 @@ window (``b_start`` / ``b_size`` / ``sort_limit``) and the checks
 compiler (``compiler.py``) and the search (``run.py``) need to follow
 ZCatalog step by step, and no SQL.
 """
+from collections.abc import Mapping
+
 from Acquisition import aq_base
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.PluginIndexes.unindex import UnIndex
+from ZPublisher.HTTPRequest import record
 
 from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.indexes.interfaces import IIndexKind
@@ -83,6 +86,20 @@ def make_query(catalog, query):
         else:
             new_query[key] = value
     return new_query
+
+
+def query_languages(query):
+    """The ``Language`` values a query asks for (a language-aware text
+    index stems its words in these languages only), or None: any."""
+    value = query.get("Language")
+    if isinstance(value, (Mapping, record)):
+        value = value["query"] if "query" in value else None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, str) for v in value):
+        return list(value)
+    return None
 
 
 def query_names(catalog):

@@ -21,6 +21,7 @@ from plone.pgcatalog.indexes.interfaces import IIndexKind
 from plone.pgcatalog.ops import shadow
 from plone.pgcatalog.ops.rebuild import BuildError
 from plone.pgcatalog.ops.rebuild import OnlineRebuild
+from plone.pgcatalog.ops.rebuild import reindexed
 from plone.pgcatalog.pg import lists
 
 
@@ -50,7 +51,9 @@ class MaintenanceAPI:
     def clearFindAndRebuild(self):
         """Empty the catalog, then index every contentish object (and
         plone.app.discussion comments), in one transaction."""
-        return PloneCatalogTool.clearFindAndRebuild(self)
+        result = PloneCatalogTool.clearFindAndRebuild(self)
+        reindexed(self, list(self._catalog._indexes))
+        return result
 
     @zpublish(methods="POST")
     @security.protected(manage_zcatalog_entries)
@@ -92,6 +95,7 @@ class MaintenanceAPI:
                     self.uncatalog_object(path)
                 continue
             self.catalog_object(obj, path, pghandler=pghandler)
+        reindexed(self, list(self._catalog._indexes))
         if pghandler:
             pghandler.finish()
 
@@ -115,6 +119,7 @@ class MaintenanceAPI:
             if obj is None:
                 continue
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
+        reindexed(self, names)
         if pghandler:
             pghandler.finish()
 
@@ -194,3 +199,4 @@ def online_action(tool, action):
 
 
 InitializeClass(MaintenanceAPI)
+

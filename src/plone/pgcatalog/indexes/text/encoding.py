@@ -101,10 +101,14 @@ class TextValue(str):
     """A ``pgc_extract`` value: the tsvector input text, carrying the
     document length ``dl`` and the term frequencies ``tf`` (lexeme ->
     count, for the words occurring more than once) the writer stores beside
-    it for cheap Okapi scoring."""
+    it for cheap Okapi scoring, and ``language``, the language form of a
+    text index searched by language."""
 
     dl = None
     tf = None
+    #: the language form (language.LanguageValue) of a text index searched
+    #: by language, else None
+    language = None
 
 
 def tsvector_literal(words):

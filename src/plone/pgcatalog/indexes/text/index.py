@@ -27,7 +27,9 @@ from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import TextRow
 from plone.pgcatalog.indexes.context import text_exists
 from plone.pgcatalog.indexes.interfaces import IRankingKind
+from plone.pgcatalog.indexes.interfaces import IReindexedKind
 from plone.pgcatalog.indexes.interfaces import ITextKind
+from plone.pgcatalog.indexes.text import language
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import source_words
@@ -49,7 +51,7 @@ from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
 
-@implementer(ITextKind, IRankingKind)
+@implementer(ITextKind, IRankingKind, IReindexedKind)
 class PGZCTextIndex(PGIndex, ZCTextIndex):
     """ZCTextIndex configuration; the words live in ``pgcatalog_text``."""
 
@@ -62,6 +64,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     #: row); "ts_rank": PostgreSQL's ts_rank (~5 us per row, another
     #: relevance order).  ``qc.text_rank`` overrides it per query.
     pgc_rank_mode = "okapi"
+    #: searched by language (a language.LanguageText) or ZCTextIndex-exact
+    #: (None); set by the tool (toolapi/language.py)
+    pgc_language = None
 
     def __init__(self, id, extra=None, caller=None, index_factory=None,
                  field_name=None, lexicon_id=None):
@@ -118,7 +123,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     def pgc_words(self, obj):
         """The word list ZCTextIndex would index for ``obj`` (None when it
         would not index it)."""
-        all_texts = self.pgc_texts(obj)
+        return self._words_of(self.pgc_texts(obj))
+
+    def _words_of(self, all_texts):
         if not all_texts:
             return None
         return source_words(self.getLexicon(), all_texts)
@@ -143,12 +150,24 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         return [t for t in all_texts if isinstance(t, str)]
 
     def pgc_extract(self, obj):
-        words = self.pgc_words(obj)
+        texts = self.pgc_texts(obj)
+        words = self._words_of(texts)
         if words is None:
             return MISSING
         # No words is a real value too: ZCTextIndex indexes the document
         # with an empty word list (it counts in N and the mean length).
-        return tsvector_literal(words)
+        value = tsvector_literal(words)
+        if self.pgc_language is not None:
+            # the language row is written beside it (once switched over)
+            value.language = language.value_of(self.pgc_language, obj, texts)
+        return value
+
+    def pgc_reindexed(self):
+        """Every entry's row was written again (a reindex of this index):
+        a language-aware search switched on meanwhile is complete."""
+        settings = self.pgc_language
+        if settings is not None and not settings.ready:
+            self.pgc_language = settings.completed()
 
     def pgc_decode(self, value):
         return words_from_tsvector(value)
@@ -166,6 +185,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     def pgc_where(self, iq, qc):
         if iq.keys is None:
             return None
+        settings = self.pgc_language
+        if settings is not None and settings.ready:
+            return self._pgc_language_where(iq, qc, settings)
         node = self.pgc_parse(iq.keys)
         text_words = getattr(qc, "text_words", None)
         if node is not None and callable(text_words):
@@ -192,6 +214,26 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                 lambda alias: self.pgc_rank_sql(node, qc, row=alias),
                 lambda cid: self.pgc_postings_sql(node, qc, cid)))
         return condition
+
+    def _pgc_language_where(self, iq, qc, settings):
+        """The condition of a language-aware search (language.py): the
+        query parsed as ZCTextIndex parses it (its errors), stemmed in each
+        language the query may find."""
+        query_str = " ".join(iq.keys)
+        if not query_str:
+            return None
+        tree = QueryParser(self.getLexicon()).parseQuery(query_str)
+        if tree is None:
+            return NO_MATCH
+        configs = settings.configs_for(qc.languages)
+        texts = qc.text_queries(language.queries_sql(tree, configs))
+        queries = [(config, text) for config, text in zip(configs, texts)
+                   if text]
+        if not queries:
+            return NO_MATCH
+        name = self.getId()
+        qc.add_rank(language.rank_sql(name, queries))
+        return language.exists_sql(q("e.rid"), name, queries)
 
     def pgc_rank_sql(self, node, qc=None, row=False):
         """Relevance of the matched entry ``e`` (a Fragment, literals
@@ -248,9 +290,16 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         # tsvector column: nothing another catalog stores can break it);
         # not partial: the planner ignores a partial index's statistics
         # (scoring.indexed_words)
-        return [schema.IndexSpec(
+        specs = [schema.IndexSpec(
             "words", q("USING gin ({})", indexed_words(
                 literal(self.getId()))).ddl, table=schema.TEXT, shared=True)]
+        if self.pgc_language is not None:
+            # the language rows of this index (language.py)
+            specs.append(schema.IndexSpec(
+                "language", "USING gin (tsv)", table=schema.LANGTEXT,
+                where=q("name = {}", literal(self.getId())).ddl,
+                shared=True))
+        return specs
 
 
 InitializeClass(PGZCTextIndex)

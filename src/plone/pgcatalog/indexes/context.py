@@ -83,13 +83,17 @@ class TextRow:
     over the row; ``columns(alias)``: the two parts only (None when the
     score has no such form); ``postings(cid)``: the matches in catalog
     ``cid`` and their scores read word by word (``scoring.Postings``), or
-    None (only a union of many words has them)."""
+    None (only a union of many words has them); ``table``: the rows' table
+    (``pgcatalog_text``, or ``pgcatalog_langtext`` for an index searched
+    by language), whose rows have ``rid`` and ``cid``."""
 
-    def __init__(self, condition, columns, row_score, postings=None):
+    def __init__(self, condition, columns, row_score, postings=None,
+                 table=schema.TEXT_TABLE):
         self.condition = condition
         self.columns = columns
         self.row_score = row_score
         self.postings = postings or (lambda cid: None)
+        self.table = table
 
     def rank(self, alias="e"):
         return self.columns(alias) or self.row_score(alias)
@@ -97,4 +101,5 @@ class TextRow:
     def over(self, rid):
         """The condition over the entry whose rid is ``rid`` (a hot row's,
         compiler.hot_sorted), as the index's own is over ``e``."""
-        return text_exists(rid, self.condition("t"))
+        return q("EXISTS (SELECT 1 FROM {} t WHERE t.rid = {} AND {})",
+                 self.table, rid, self.condition("t"))

@@ -363,7 +363,7 @@ def text_relevance(conditions, store, window):
                 rid=relevance.TEXT_RID, window=page)
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
-            window=page)
+            source=relevance.text_rows(text.table), window=page)
     hot_others = [c.hot_form for c in others]
     found = hot.set_ids(cid, hot_others, counted=postings is not None) \
         if hot_others and None not in hot_others else None
@@ -393,11 +393,12 @@ def text_relevance(conditions, store, window):
     if ids is not None:
         return relevance.TextRelevance(
             and_(matched, hot.where(cid, hot_others, ids=ids)),
-            rank, source=relevance.TEXT_HOT, rid=relevance.TEXT_RID,
-            window=page)
+            rank, source=relevance.text_hot(text.table),
+            rid=relevance.TEXT_RID, window=page)
     return relevance.TextRelevance(
         and_(matched, *[c.where for c in others]), rank,
-        source=relevance.TEXT_JOINED, rid=relevance.TEXT_RID, window=page)
+        source=relevance.text_joined(text.table), rid=relevance.TEXT_RID,
+        window=page)
 
 
 def postings_beside_entries(postings, others, store, page):

@@ -34,17 +34,28 @@ from plone.pgcatalog.search.results import Answer
 from plone.pgcatalog.search.results import Scores
 from plone.pgcatalog.search.results import by_relevance
 
-#: the text rows as the entries ``e`` of a text search's only condition
-#: (their rid and catalog id are the entry's)
-TEXT_ROWS = q("{} e", schema.TEXT_TABLE)
-#: the text rows ``tr`` of a text search joined to their entries ``e`` (the
-#: search's other conditions)
-TEXT_JOINED = q("{} tr JOIN {} ON e.rid = tr.rid", schema.TEXT_TABLE,
-                schema.FROM_ENTRIES)
-#: the text rows ``tr`` of a text search joined to their hot rows ``h``
-#: (every other condition of the search is hot: hot.py)
-TEXT_HOT = q("{} tr JOIN {} h ON h.rid = tr.rid", schema.TEXT_TABLE,
-             schema.HOT_TABLE)
+def text_rows(table=schema.TEXT_TABLE):
+    """The text rows of ``table`` as the entries ``e`` of a text search's
+    only condition (their rid and catalog id are the entry's)."""
+    return q("{} e", table)
+
+
+def text_joined(table=schema.TEXT_TABLE):
+    """The text rows ``tr`` of ``table`` joined to their entries ``e`` (the
+    search's other conditions)."""
+    return q("{} tr JOIN {} ON e.rid = tr.rid", table, schema.FROM_ENTRIES)
+
+
+def text_hot(table=schema.TEXT_TABLE):
+    """The text rows ``tr`` of ``table`` joined to their hot rows ``h``
+    (every other condition of the search is hot: hot.py)."""
+    return q("{} tr JOIN {} h ON h.rid = tr.rid", table, schema.HOT_TABLE)
+
+
+#: the ZCTextIndex rows (``pgcatalog_text``) so
+TEXT_ROWS = text_rows()
+TEXT_JOINED = text_joined()
+TEXT_HOT = text_hot()
 #: the rid of the text row ``tr``
 TEXT_RID = q("tr.rid")
 #: the score of a match ``tr`` read word by word (:func:`postings`)

@@ -233,6 +233,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             return NO_MATCH
         name = self.getId()
         qc.add_rank(language.rank_sql(name, queries))
+        # the same over the language row itself (a search by relevance
+        # reads its matches and scores there)
+        qc.text_rows.append(language.text_row(name, queries))
         return language.exists_sql(q("e.rid"), name, queries)
 
     def pgc_rank_sql(self, node, qc=None, row=False):

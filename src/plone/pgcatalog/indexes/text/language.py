@@ -19,6 +19,7 @@ are complete (``LanguageText.ready``).
 """
 from Products.ZCTextIndex.ParseTree import QueryError
 
+from plone.pgcatalog.indexes.context import TextRow
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
@@ -248,13 +249,31 @@ def exists_sql(rid, name, queries):
              schema.LANGTEXT_TABLE, rid, match_sql(name, queries))
 
 
-def rank_sql(name, queries):
-    """The relevance of the entry ``e``: ts_rank of its language row's
+def row_rank_sql(queries, alias="l"):
+    """The relevance of the language row ``alias``: ts_rank of its
     weighted words for the query in the row's configuration."""
+    row = q(alias)
     cases = join(" ", [
-        q("WHEN {} THEN ts_rank({}, l.tsv, {}::tsquery, {})",
-          literal(config), literal(RANK_WEIGHTS), literal(text),
+        q("WHEN {} THEN ts_rank({}, {}.tsv, {}::tsquery, {})",
+          literal(config), literal(RANK_WEIGHTS), row, literal(text),
           literal(RANK_NORMALIZATION))
         for config, text in queries])
-    return q("(SELECT CASE l.config {} END FROM {} l WHERE l.rid = e.rid "
-             "AND l.name = {})", cases, schema.LANGTEXT_TABLE, literal(name))
+    return q("(CASE {}.config {} END)", row, cases)
+
+
+def rank_sql(name, queries):
+    """The relevance of the entry ``e`` (its language row's)."""
+    return q("(SELECT {} FROM {} l WHERE l.rid = e.rid AND l.name = {})",
+             row_rank_sql(queries), schema.LANGTEXT_TABLE, literal(name))
+
+
+def text_row(name, queries):
+    """The condition and the score over a language row itself
+    (context.TextRow): a search by relevance matches and scores in one pass
+    over the language rows (search/relevance.TextRelevance)."""
+    return TextRow(
+        lambda alias: match_sql(name, queries, alias),
+        lambda alias: (q("{} AS lr", row_rank_sql(queries, alias)),
+                       q("s.lr")),
+        lambda alias: row_rank_sql(queries, alias),
+        table=schema.LANGTEXT_TABLE)

@@ -15,6 +15,7 @@ from Products.ZCTextIndex.ParseTree import AtomNode
 from Products.ZCTextIndex.ParseTree import NotNode
 from Products.ZCTextIndex.ParseTree import OrNode
 from Products.ZCTextIndex.ParseTree import ParseError
+from Products.ZCTextIndex.ParseTree import PhraseNode
 from Products.ZCTextIndex.ParseTree import QueryError
 from Products.ZCTextIndex.QueryParser import QueryParser
 
@@ -81,6 +82,9 @@ class TestLanguageSettings(unittest.TestCase):
         self.assertIn("phraseto_tsquery", text)
         self.assertIn("!!", text)
         self.assertIn("to_tsquery", text)
+        # a NUL another lexicon's splitter could leave in: never sent
+        found = language.query_sql(PhraseNode(["a\x00b", "c"]), config)
+        self.assertNotIn("\x00", "".join(map(str, found.params)))
         # NOT alone, or in an OR: ZCTextIndex's QueryError (its parser
         # makes no such tree)
         for bad in (NotNode(AtomNode("run")),
@@ -252,6 +256,20 @@ class TestLanguageText(unittest.TestCase):
             except (ParseError, QueryError):
                 pass
         self.assertEqual(self.ids(SearchableText="run"), ["en1"])
+
+    def test_suggestions_and_facets_by_language(self):
+        self.switch()
+        # a typed prefix finds the words it begins as written ("runni":
+        # the English and the German "running"), and the stems it begins
+        # ("runners" -> runner*: the English "runners", in English)
+        self.assertEqual(sorted(b.getId for b in self.catalog.pgc_suggest(
+            "runni", index="SearchableText")), ["de1", "en1"])
+        self.assertEqual([b.getId for b in self.catalog.pgc_suggest(
+            "runners", index="SearchableText", Language="en")], ["en1"])
+        found = self.catalog.pgc_facets({"SearchableText": "solar"},
+                                        facets=["portal_type"])
+        self.assertEqual(found["portal_type"]["values"], [
+            ("Document", 3)])
 
     def test_not_a_text_index(self):
         with self.assertRaises(ValueError):

@@ -21,6 +21,7 @@ from plone.pgcatalog.pg import layouts
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg.fragment import Fragment
 from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
@@ -319,13 +320,16 @@ def upsert_statement(cid, path, op):
     return q("WITH {} SELECT rid FROM r", join(", ", ctes))
 
 
-#: the weighted tsvector of a language row's texts (``v.a`` .. ``v.d``:
-#: weights A .. D), each parsed with the row's configuration
+#: the weighted tsvector of a language row's texts (``v.a`` .. ``v.c``:
+#: weights A .. C) parsed with the row's configuration, and its words as
+#: written (``v.d``, weight D: the simple configuration, for prefixes;
+#: indexes/text/language.py)
 _WEIGHTED = q(
     "(setweight(to_tsvector(v.config::regconfig, v.a), 'A') || "
     "setweight(to_tsvector(v.config::regconfig, v.b), 'B') || "
     "setweight(to_tsvector(v.config::regconfig, v.c), 'C') || "
-    "setweight(to_tsvector(v.config::regconfig, v.d), 'D'))")
+    "setweight(to_tsvector({}::regconfig, v.d), 'D'))",
+    literal(schema.FORMS_CONFIG))
 
 
 def language_rows(cid, values):

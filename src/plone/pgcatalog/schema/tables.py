@@ -108,6 +108,10 @@ ENTRIES_TABLE = ident(ENTRIES)
 META_TABLE = ident(META)
 TEXT_TABLE = ident(TEXT)
 LANGTEXT_TABLE = ident(LANGTEXT)
+#: the text search configuration a language row's words as written are
+#: parsed with (weight D: lower case, accents folded, not stemmed; made by
+#: schema step 2)
+FORMS_CONFIG = "pgcatalog_simple"
 CATALOGS_TABLE = ident(CATALOGS)
 INDEXES_TABLE = ident(INDEXES)
 LISTS_TABLE = ident(LISTS)

@@ -29,8 +29,8 @@ class LanguageTextAPI:
         (language.py).  ``languages``: the language codes stemmed (the
         site's available languages by default), ``default``: the language
         of an object in another one or in none (the site's default
-        language); ``weights``: ``[(attribute, "A" | "B")]`` read besides
-        the index's text (title A, description B by default).
+        language); ``weights``: ``[(attribute, "A" | "B" | "C")]`` read
+        besides the index's text (title A, description B by default).
 
         From this transaction on, every write keeps the index's language
         rows; searches stay ZCTextIndex-exact until a reindex of the index
@@ -46,8 +46,8 @@ class LanguageTextAPI:
                        if registry is not None else None) or ""
         weights = language.DEFAULT_WEIGHTS if weights is None else weights
         for _attribute, weight in weights:
-            if weight not in ("A", "B", "C", "D"):
-                raise ValueError("a weight is A, B, C or D, not %r"
+            if weight not in language.WEIGHTS:
+                raise ValueError("a weight is A, B or C, not %r"
                                  % (weight,))
         available = self._pgc_text_configs()
         chosen, fallback = language.choose_configs(

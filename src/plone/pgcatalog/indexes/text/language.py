@@ -47,6 +47,12 @@ PREFIX = "pgcatalog_"
 DEFAULT_WEIGHTS = (("Title", "A"), ("Description", "B"))
 #: the weight of the index's own text
 BODY_WEIGHT = "C"
+#: the weights a text can be given (D holds every word as written, lower
+#: case and accents folded but not stemmed, so that a prefix typed finds
+#: the words it begins: ``runni*`` finds *running*, whose stem is *run*)
+WEIGHTS = ("A", "B", "C")
+#: the configuration the word forms of D are parsed with
+FORMS = schema.FORMS_CONFIG
 #: ``ts_rank``'s weights of D, C, B, A (PostgreSQL's order)
 RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
 #: ``ts_rank``'s normalisation: the rank divided by 1 + the logarithm of
@@ -147,11 +153,14 @@ class LanguageValue:
         self.parts = parts
 
     def texts(self):
-        """The weighted texts as ``(A, B, C, D)`` strings (joined)."""
-        found = {"A": [], "B": [], "C": [], "D": []}
+        """The weighted texts as ``(A, B, C, D)`` strings: each weight's
+        texts joined, and D every text (its words as written, for
+        prefixes: :data:`FORMS`)."""
+        found = {"A": [], "B": [], "C": []}
         for weight, text in self.parts:
             found[weight].append(text)
-        return tuple(" ".join(found[w]) for w in "ABCD")
+        return tuple(" ".join(found[w]) for w in "ABC") + (
+            " ".join(text for _weight, text in self.parts),)
 
 
 def value_of(settings, obj, body):
@@ -186,13 +195,23 @@ def _tsquery_word(word):
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def _clean(value):
+    """A parse tree node's word(s) as PostgreSQL text (no NUL, which a
+    lexicon with another splitter could leave in)."""
+    if isinstance(value, str):
+        return value.replace("\x00", " ")
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
 def query_sql(tree, config):
     """A parse tree (ZCTextIndex's QueryParser) as a ``tsquery`` expression
     (a Fragment) in text search configuration ``config`` (a Fragment).
     ZCTextIndex's rules: NOT only beside a positive part of an AND, never
     alone or in an OR (QueryError)."""
     kind = tree.nodeType()
-    value = tree.getValue()
+    value = _clean(tree.getValue())
     if kind == "ATOM":
         return q("plainto_tsquery({}, {})", config, value)
     if kind == "PHRASE":
@@ -205,7 +224,10 @@ def query_sql(tree, config):
             prefix = prefix.split(mark, 1)[0]
         if not prefix:
             return q("''::tsquery")
-        return q("to_tsquery({}, {})", config, _tsquery_word(prefix) + ":*")
+        # the stems it begins, and the words as written (D)
+        word = _tsquery_word(prefix) + ":*"
+        return q("(to_tsquery({}, {}) || to_tsquery({}, {}))", config, word,
+                 literal(FORMS), word)
     if kind == "AND":
         positive = [query_sql(n, config) for n in value
                     if n.nodeType() != "NOT"]

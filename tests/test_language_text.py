@@ -22,6 +22,8 @@ from Products.ZCTextIndex.QueryParser import QueryParser
 from plone.pgcatalog.cli.rebuild import run
 from plone.pgcatalog.indexes.text import language
 from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_INTEGRATION_TESTING
 from plone.pgcatalog.testing import PGCATALOG_MULTILINGUAL_INTEGRATION_TESTING
@@ -228,6 +230,20 @@ class TestLanguageText(unittest.TestCase):
         self.assertEqual(self.ids(SearchableText="swim"), [])
         self.portal.manage_delObjects(["en4"])
         self.assertEqual(self.ids(SearchableText="cycle"), [])
+
+    def test_verify_finds_a_missing_language_row_and_repairs_it(self):
+        self.switch()
+        self.assertTrue(self.catalog.pgc_verify().clean)
+        store = self.catalog._pgc_store()
+        store.write(q("DELETE FROM {} l USING {} WHERE l.rid = e.rid AND "
+                      "e.path = {}", schema.LANGTEXT_TABLE,
+                      schema.FROM_ENTRIES, "/plone/en2"))
+        self.assertEqual(self.ids(SearchableText="power"), [])
+        report = self.catalog.pgc_verify(repair=True)
+        self.assertEqual([s[0] for s in report.samples["stale_value"]],
+                         ["/plone/en2"])
+        self.assertEqual(self.ids(SearchableText="power"), ["en2"])
+        self.assertTrue(self.catalog.pgc_verify().clean)
 
     def test_back_to_exact(self):
         self.switch()

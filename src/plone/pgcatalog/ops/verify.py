@@ -421,7 +421,12 @@ class Verifier:
                     values.append(name)
             elif storage == "text":
                 want = name in text_set
+                searched = self.config.getIndex(name).pgc_language
                 if want != (name in entry.text_names):
+                    values.append(name)
+                elif want and searched is not None and searched.ready and \
+                        name not in entry.language_names:
+                    # searched by language (ITextKind): its row is missing
                     values.append(name)
                 elif want:
                     texts.append((entry.rid, name, text_set[name]))

@@ -17,16 +17,20 @@ from plone.pgcatalog.schema import tables as schema
 class StoredEntry:
     """One catalog entry as stored: ``rid``, ``path``, ``idx`` (the index
     document's JSON text), ``meta`` (the metadata JSON text, None without a
-    metadata row) and ``text_names`` (the text indexes with a row)."""
+    metadata row), ``text_names`` (the text indexes with a row) and
+    ``language_names`` (those with a language row)."""
 
-    __slots__ = ("rid", "path", "idx", "meta", "text_names")
+    __slots__ = ("rid", "path", "idx", "meta", "text_names",
+                 "language_names")
 
-    def __init__(self, rid, path, idx, meta, text_names):
+    def __init__(self, rid, path, idx, meta, text_names,
+                 language_names=()):
         self.rid = rid
         self.path = path
         self.idx = idx
         self.meta = meta
         self.text_names = text_names
+        self.language_names = language_names
 
 
 def entries_after(store, after, limit):
@@ -51,14 +55,16 @@ def entries_at(store, paths):
 def _entries(store, condition, limit):
     rows = store.rows(q(
         "SELECT e.rid, e.path, e.idx::text, m.meta::text, "
-        "ARRAY(SELECT t.name FROM {} t WHERE t.rid = e.rid) "
+        "ARRAY(SELECT t.name FROM {} t WHERE t.rid = e.rid), "
+        "ARRAY(SELECT l.name FROM {} l WHERE l.rid = e.rid) "
         "FROM {} LEFT JOIN {} ON m.rid = e.rid "
         "WHERE e.cid = {} AND {} ORDER BY e.rid{}",
-        schema.TEXT_TABLE, schema.FROM_ENTRIES, schema.FROM_META, store.cid,
-        condition,
+        schema.TEXT_TABLE, schema.LANGTEXT_TABLE, schema.FROM_ENTRIES,
+        schema.FROM_META, store.cid, condition,
         q("") if limit is None else q(" LIMIT {}", literal(int(limit)))))
-    return [StoredEntry(rid, path, idx, meta, list(names or ()))
-            for rid, path, idx, meta, names in rows]
+    return [StoredEntry(rid, path, idx, meta, list(names or ()),
+                        list(languages or ()))
+            for rid, path, idx, meta, names, languages in rows]
 
 
 def catalogued(store, paths):

@@ -356,6 +356,15 @@ class TestLanguageTextOnline(unittest.TestCase):
         code, _out = self.command("--language-text", "portal_type")
         self.assertEqual(code, 1)
 
+    def test_not_during_an_online_build(self):
+        code, _out = self.command("--batch", "2", "--max-batches", "1")
+        self.assertEqual(code, 0)
+        code, _out = self.command("--language-text", "SearchableText")
+        self.assertEqual(code, 1)
+        self.assertIsNone(self.portal.portal_catalog._catalog.getIndex(
+            "SearchableText").pgc_language)
+        self.assertEqual(self.command("--cancel")[0], 0)
+
 
 class TestMultilingualSite(unittest.TestCase):
     """A plone.app.multilingual site (English, German, French): a page and

@@ -6,8 +6,10 @@ from plone.registry.interfaces import IRegistry
 from zope.component import queryUtility
 from ZPublisher import zpublish
 
+from plone.pgcatalog.buildstate import BUILDING
 from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.indexes.text import language
+from plone.pgcatalog.ops.mirror import current_state
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
@@ -37,6 +39,13 @@ class LanguageTextAPI:
         has written every entry's (``reindexIndex``, or online:
         ``pgcatalog-rebuild --index NAME``).  The settings, as a dict."""
         index = self._pgc_text_index(name)
+        build = current_state(self)
+        if build is not None and build.phase == BUILDING:
+            # its batches done so far would lack the language rows, which
+            # its end would take as complete
+            raise ValueError("an online %s is in progress: switch the index "
+                             "over once it is done (or cancelled)"
+                             % build.mode)
         registry = queryUtility(IRegistry)
         if languages is None:
             languages = (registry.get("plone.available_languages")

@@ -178,12 +178,18 @@ class SnapshotAgreement:
         deadline = time.monotonic() + consistency.WAIT
         fragment = consistency.still_prepared_sql(xids)
         # on a connection of its own: a failure here (a cancel, a timeout)
-        # must not end this session's transaction
-        with db.get_pool(self.dsn).connection() as conn:
-            while time.monotonic() < deadline:
-                if not db.run(conn, fragment).fetchone()[0]:
-                    return True
-                time.sleep(consistency.POLL)
+        # must not end this session's transaction; a server that went away
+        # meanwhile is the caller's DatabaseUnavailable (Zope retries it),
+        # never the driver's error
+        try:
+            with db.get_pool(self.dsn).connection() as conn:
+                while time.monotonic() < deadline:
+                    if not db.run(conn, fragment).fetchone()[0]:
+                        return True
+                    time.sleep(consistency.POLL)
+        except psycopg.Error as exc:
+            raise dberrors.translate_error(exc, fragment.text,
+                                           self.timeout_ms) from None
         _stuck.update(xids)
         logger.warning("prepared catalog transactions %s still unfinished "
                        "after %.1f s: their process may have died (they are "

@@ -129,6 +129,11 @@ class TestLanguageText(unittest.TestCase):
     def ids(self, **query):
         return sorted(b.getId for b in self.catalog(**query))
 
+    def mode_shown(self):
+        """What the ZMI's Indexes tab says of SearchableText."""
+        return {i["name"]: i["language"] for i in
+                self.catalog.pgc_index_report()}["SearchableText"]
+
     def switch(self):
         settings = self.catalog.pgc_language_text(
             "SearchableText", languages=["en", "de", "fr"], default="en")
@@ -146,7 +151,9 @@ class TestLanguageText(unittest.TestCase):
         self.assertFalse(settings["ready"])
         # not complete: still ZCTextIndex-exact
         self.assertEqual(self.ids(SearchableText="run"), [])
+        self.assertEqual(self.mode_shown(), "pending")
         self.catalog.reindexIndex("SearchableText")
+        self.assertEqual(self.mode_shown(), "ready")
         status = self.catalog.pgc_language_status("SearchableText")
         self.assertTrue(status["ready"])
         self.assertEqual(status["mode"], "language")

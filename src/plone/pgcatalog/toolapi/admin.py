@@ -25,6 +25,7 @@ from ZPublisher import zpublish
 
 from plone.pgcatalog import _
 from plone.pgcatalog.indexes.interfaces import IIndexKind
+from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.pg import stats
 from plone.pgcatalog.pg.store import rid_key
 from plone.pgcatalog.search import slowlog
@@ -94,15 +95,21 @@ class AdminAPI:
     @security.protected(manage_zcatalog_entries)
     def pgc_index_report(self):
         """Each index: name, kind, entries with a value, the PostgreSQL
-        indexes it uses (size, state) and their total size."""
+        indexes it uses (size, state) and their total size, and for a text
+        index searched by language "ready" or "pending" (else None)."""
         store = self._pgc_store()
         used = stats.pg_indexes(store)
         report = []
         for name in self._catalog._indexes:
             index = self._catalog.getIndex(name)
             pg_indexes = used.get(name, [])
+            searched = index.pgc_language \
+                if ITextKind.providedBy(index) else None
             report.append({
                 "name": name, "meta_type": index.meta_type,
+                # a text index searched by language (language-text.md)
+                "language": None if searched is None else
+                ("ready" if searched.ready else "pending"),
                 "entries": store.index_count(index)
                 if IIndexKind.providedBy(index) else "?",
                 "pg_indexes": pg_indexes,

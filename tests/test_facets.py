@@ -204,6 +204,48 @@ class TestFacets(unittest.TestCase):
         self.assertTrue(expected[0][1] and expected[1][1])
         self.assertEqual(got["effective"]["total"], 3)
 
+    def test_date_range_buckets(self):
+        """A DateRangeIndex's entry counts in each bucket its range meets
+        (named buckets: the past or the next days from now)."""
+        extra = type("extra", (), {"since_field": "effective",
+                                   "until_field": "expires"})
+        self.catalog.addIndex("shown", "DateRangeIndex", extra)
+        self.catalog.manage_reindexIndex(["shown"])
+        self.as_user("manager")
+        now = DateTime()
+        got = self.catalog.pgc_facets({"portal_type": "Document"}, facets={
+            "shown": {"buckets": [
+                ("before", None, now - 10), ("from now on", now, None),
+                "past-week", "next-week"]}})["shown"]
+        docs = [b._unrestrictedGetObject() for b in
+                self.catalog.searchResults({"portal_type": "Document"})]
+        minutes = self.catalog._catalog.getIndex("shown")._convertDateTime
+
+        def meeting(lo, hi):
+            # (a date the index cannot keep, Plone's "never expires", is
+            # an open end, as the index takes it)
+            found = 0
+            for doc in docs:
+                since = minutes(doc.effective())
+                until = minutes(doc.expires())
+                found += (hi is None or since is None or since < hi) and \
+                    (lo is None or until is None or until >= lo)
+            return found
+        expected = [
+            ("before", meeting(None, minutes(now - 10))),
+            ("from now on", meeting(minutes(now), None)),
+            ("past-week", meeting(minutes(now - 7), minutes(now) + 1)),
+            ("next-week", meeting(minutes(now), minutes(now + 7) + 1))]
+        self.assertEqual(got["values"], expected)
+        # some expired (not in the next week), some older than 10 days
+        self.assertTrue(0 < expected[0][1] < len(docs))
+        self.assertTrue(0 < expected[3][1] < len(docs))
+        # the default buckets
+        found = self.catalog.pgc_facets({"portal_type": "Document"},
+                                        facets=["shown"])["shown"]
+        self.assertEqual([v for v, _n in found["values"]], [
+            "past-month", "past-week", "next-week", "next-month"])
+
     def test_bad_requests(self):
         self.as_user("manager")
         for facets in (["no_such_index"], ["SearchableText"], ["path"],

@@ -29,17 +29,26 @@ from plone.pgcatalog.search.run import matching_rids
 
 #: the index kinds whose values are counted
 COUNTED = ("FieldIndex", "KeywordIndex", "BooleanIndex", "UUIDIndex")
-#: the index kinds counted by date buckets
-BUCKETED = ("DateIndex",)
+#: the index kinds counted by date buckets (a DateRangeIndex's entry in
+#: each bucket its range overlaps)
+BUCKETED = ("DateIndex", "DateRangeIndex")
 #: never left out of a facet's search (CMFPlone's security additions)
 SECURITY = ("allowedRolesAndUsers", "effectiveRange")
 #: the query options of an index (``Subject_operator``, ZCatalog's old
 #: spelling): left out with the index's own condition
 OPTIONS = ("operator", "range", "usage", "not", "depth", "level")
 
-#: named date buckets: the last N days up to now
-PRESETS = {"past-day": 1, "past-week": 7, "past-month": 31,
-           "past-year": 365}
+#: named date buckets: the last N days up to now (negative), or the next N
+#: days from now
+PRESETS = {"past-day": -1, "past-week": -7, "past-month": -31,
+           "past-year": -365, "next-day": 1, "next-week": 7,
+           "next-month": 31, "next-year": 365}
+#: the buckets of a facet that names none
+DEFAULT_BUCKETS = {
+    "DateIndex": ("past-day", "past-week", "past-month", "past-year"),
+    "DateRangeIndex": ("past-month", "past-week", "next-week",
+                       "next-month"),
+}
 
 _OPTION_NAMES = ("limit", "filter", "disjunctive", "buckets")
 
@@ -63,7 +72,8 @@ class Facet:
         if kind not in COUNTED + BUCKETED:
             raise ValueError("facets count FieldIndex, KeywordIndex, "
                              "BooleanIndex, UUIDIndex and (by buckets) "
-                             "DateIndex values, not %s %r" % (kind, name))
+                             "DateIndex and DateRangeIndex values, not %s %r"
+                             % (kind, name))
         if options is None:
             options = {}
         if not isinstance(options, dict):
@@ -89,11 +99,14 @@ class Facet:
         self.disjunctive = bool(options.get("disjunctive", True)) \
             and name not in SECURITY
         self.buckets = None
+        #: a DateRangeIndex: an entry counts in the buckets its range meets
+        self.ranged = kind == "DateRangeIndex"
         if kind in BUCKETED:
-            self.buckets = _buckets(index, name, options.get("buckets"))
+            self.buckets = _buckets(index, name, options.get("buckets"),
+                                    DEFAULT_BUCKETS[kind])
         elif options.get("buckets") is not None:
-            raise ValueError("facet %r: buckets are for DateIndex facets"
-                             % name)
+            raise ValueError("facet %r: buckets are for DateIndex and "
+                             "DateRangeIndex facets" % name)
         #: what the counts depend on beside the search (a cache key; named
         #: buckets are bounded in minutes from now: a new key each minute)
         self.spec = (name, self.limit, self.filter, self.disjunctive,
@@ -113,8 +126,9 @@ class Facet:
                   for raw, n in store.value_counts(self.index, rids)] \
             if rids else []
         if self.buckets is not None:
+            inside = _overlaps if self.ranged else _within
             values = [(label, sum(n for value, n in counts
-                                  if _within(value, lo, hi)))
+                                  if inside(value, lo, hi)))
                       for label, lo, hi in self.buckets]
             return {"values": values, "total": len(values)}
         if self.filter is not None:
@@ -147,6 +161,26 @@ def _within(value, lo, hi):
         (lo is None or value >= lo) and (hi is None or value < hi)
 
 
+def _overlaps(value, lo, hi):
+    """A DateRangeIndex value ``[since, until]`` (None: open, as the index
+    takes it) meets the bucket ``lo <= date < hi``."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return False
+    since, until = value
+    if since is not None and not isinstance(since, numbers.Number) or \
+            until is not None and not isinstance(until, numbers.Number):
+        return False
+    return (hi is None or since is None or since < hi) and \
+        (lo is None or until is None or until >= lo)
+
+
+def _minutes(index, value):
+    """A DateTime as the minutes ``index`` stores (its own conversion)."""
+    if index.meta_type == "DateRangeIndex":
+        return index._convertDateTime(value)
+    return index._convert(value)
+
+
 def _bound(index, name, value):
     """A bucket's bound as the index stores dates, or None (open)."""
     if value is None:
@@ -159,15 +193,15 @@ def _bound(index, name, value):
     if not isinstance(value, DateTime):
         raise ValueError("facet %r: a bucket's bounds are dates or None, "
                          "not %r" % (name, value))
-    return index._convert(value)
+    return _minutes(index, value)
 
 
-def _buckets(index, name, buckets):
-    """``[(label, low, high)]`` of a DateIndex facet: named presets
-    (:data:`PRESETS`, the last days up to now) or ``(label, start, end)``
-    (start <= date < end; None: open)."""
+def _buckets(index, name, buckets, default):
+    """``[(label, low, high)]`` of a date facet: named presets
+    (:data:`PRESETS`, the last or the next days from now) or ``(label,
+    start, end)`` (start <= date < end; None: open)."""
     if buckets is None:
-        buckets = ("past-day", "past-week", "past-month", "past-year")
+        buckets = default
     if isinstance(buckets, str) or not isinstance(buckets, (list, tuple)):
         raise ValueError("facet %r: buckets are a list, not %r"
                          % (name, buckets))
@@ -182,8 +216,12 @@ def _buckets(index, name, buckets):
                 raise ValueError("facet %r: no bucket %r (named ones: %s)"
                                  % (name, bucket, ", ".join(PRESETS)))
             # (the index keeps minutes: this minute included)
-            found.append((bucket, index._convert(now - days),
-                          index._convert(now) + 1))
+            if days < 0:
+                found.append((bucket, _minutes(index, now + days),
+                              _minutes(index, now) + 1))
+            else:
+                found.append((bucket, _minutes(index, now),
+                              _minutes(index, now + days) + 1))
             continue
         if not isinstance(bucket, (list, tuple)) or len(bucket) != 3:
             raise ValueError("facet %r: a bucket is a name or (label, "

@@ -119,12 +119,11 @@ class Facet:
             isinstance(key, str) and key.startswith(prefix) and
             key[len(prefix):] in OPTIONS)]
 
-    def count(self, store, rids):
+    def tally(self, raw_counts):
         """``{"values": [(value, count)...], "total": distinct values}``
-        over the entries ``rids``."""
-        counts = [(codec.decode(raw), n)
-                  for raw, n in store.value_counts(self.index, rids)] \
-            if rids else []
+        from the index's stored values and their counts over the matches
+        (``store.values_counts``)."""
+        counts = [(codec.decode(raw), n) for raw, n in raw_counts]
         if self.buckets is not None:
             inside = _overlaps if self.ranged else _within
             values = [(label, sum(n for value, n in counts
@@ -258,8 +257,24 @@ def facet_counts(tool, store, query, facets):
     requested ``facets`` (:func:`requested`)."""
     wanted = requested(tool._catalog, facets)
     query = unsorted(unbatched(query))
-    #: the matches of each search, by the keys it leaves out
-    matches = {}
+    #: the facets of each search, by the keys it leaves out
+    groups = {}
+    for facet in wanted:
+        left_out = tuple(sorted(facet.keys(query))) if facet.disjunctive \
+            else ()
+        groups.setdefault(left_out, []).append(facet)
+    #: facet name -> its counts, of the searches counted in this call
+    counted_now = {}
+
+    def counts_of(left_out, searched):
+        # every facet of the search at once: its matches read once, the
+        # entries once (store.values_counts)
+        rids = matching_rids(tool, store, searched)
+        group = groups[left_out]
+        found = store.values_counts([f.index for f in group], rids) \
+            if rids else [[] for _f in group]
+        for facet, raw in zip(group, found):
+            counted_now[facet.name] = facet.tally(raw)
 
     result = {}
     for facet in wanted:
@@ -269,9 +284,9 @@ def facet_counts(tool, store, query, facets):
         _cache, key = key_for(tool, store, searched)
 
         def count(facet=facet, left_out=left_out, searched=searched):
-            if left_out not in matches:
-                matches[left_out] = matching_rids(tool, store, searched)
-            return facet.count(store, matches[left_out])
+            if facet.name not in counted_now:
+                counts_of(left_out, searched)
+            return counted_now[facet.name]
 
         if key is None:     # result cache off, own writes, unkeyable values
             counted = count()

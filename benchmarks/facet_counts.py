@@ -1,0 +1,160 @@
+"""Facet counts beside a search's first page, on a level1 site: plone.pgcatalog's
+``pgc_facets`` against ZCatalog with the counts made in Python from the
+matches' metadata (what a site without a facet engine does).
+
+    python benchmarks/facet_counts.py --dsn "host=... user=... dbname=postgres" \\
+        [--scale 100000] [--iterations 15] [--output facets.json]
+
+It reads the level1 databases of ``--scale`` (``run_benchmarks.py level1
+--keep-databases``).  Each engine runs in its own process, the result
+cache off, every request a fresh read-only transaction: the search's first
+page of 20 (sorted by ``effective``, rendered) and the counts of five
+facets over its matches: ``portal_type`` (counted as if the query's own
+type were not there: the usual drill-down), ``review_state``, ``Subject``,
+``Creator``, ``is_folderish``.  The counts of both engines must be equal.
+
+The searches (the anonymous filters: ``allowedRolesAndUsers`` and
+``effectiveRange``, as Plone's search page adds them):
+
+* FN: the anonymous filters + one type (News Item);
+* FD: the anonymous filters + one common type (Document);
+* FA: the anonymous filters alone (every type: the most matches).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BACKENDS = ("zcatalog", "pgcatalog")
+FACETS = ("portal_type", "review_state", "Subject", "Creator", "is_folderish")
+PAGE = 20
+
+
+def queries():
+    from level1.plan import minutes_to_datetime
+    from level1.queries import QUERY_NOW_MIN
+    now = minutes_to_datetime(QUERY_NOW_MIN)
+    anonymous = {"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": now}
+    return {
+        "FN": dict(anonymous, portal_type="News Item"),
+        "FD": dict(anonymous, portal_type="Document"),
+        "FA": dict(anonymous),
+    }
+
+
+def python_counts(catalog, query):
+    """The five facets counted from the matches' metadata (portal_type
+    over the search without its own type)."""
+    found = {}
+    for name in FACETS:
+        searched = query
+        if name in query:
+            searched = {k: v for k, v in query.items() if k != name}
+        counts = {}
+        for brain in catalog.unrestrictedSearchResults(**searched):
+            value = getattr(brain, name)
+            for v in (value if isinstance(value, (list, tuple)) else
+                      [value]):
+                counts[v] = counts.get(v, 0) + 1
+        found[name] = counts
+    return found
+
+
+def pg_counts(catalog, query):
+    found = catalog.pgc_facets(query, facets=list(FACETS))
+    return {name: dict(found[name]["values"]) for name in FACETS}
+
+
+def child(args):
+    import shared
+    from level1.databases import db_name
+    from level1.measure import Request
+    dsn = "%s dbname=%s" % (args.dsn, db_name(args.child, args.scale,
+                                              args.seed))
+    db, _ = shared.start_backend(args.child, dsn, 100000, [], "facets-")
+    counted = pg_counts if args.child == "pgcatalog" else python_counts
+    out = {}
+    for qid, query in queries().items():
+        page = dict(query, sort_on="effective", sort_order="reverse",
+                    b_size=PAGE)
+        times = []
+        for i in range(args.warmup + args.iterations):
+            with Request(db) as req:
+                t0 = time.perf_counter()
+                results = req.catalog.unrestrictedSearchResults(**page)
+                shared.render(results[:PAGE])
+                counts = counted(req.catalog, query)
+                if i >= args.warmup:
+                    times.append((time.perf_counter() - t0) * 1000.0)
+        with Request(db) as req:
+            matches = len(req.catalog.unrestrictedSearchResults(**query))
+        out[qid] = {"median": statistics.median(times),
+                    "p95": sorted(times)[int(0.95 * (len(times) - 1))],
+                    "matches": matches,
+                    "counts": {name: sorted(
+                        [str(v), n] for v, n in values.items())
+                        for name, values in counts.items()}}
+        shared.log(args.child, qid, "%.1f ms" % out[qid]["median"])
+    with open(args.result, "w") as f:
+        json.dump(out, f)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dsn", required=True,
+                   help="the benchmark server (any database name)")
+    p.add_argument("--scale", type=int, default=100000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--iterations", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--output")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.dsn = " ".join(part for part in args.dsn.split()
+                        if not part.startswith("dbname="))
+    if args.child:
+        return child(args)
+    found = {}
+    for backend in args.backends.split(","):
+        result = "/tmp/facet_counts_%s_%d.json" % (backend, os.getpid())
+        env = dict(os.environ, PGCATALOG_CACHE="off")
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--dsn",
+                        args.dsn, "--scale", str(args.scale), "--seed",
+                        str(args.seed), "--iterations",
+                        str(args.iterations), "--warmup", str(args.warmup),
+                        "--child", backend, "--result", result],
+                       check=True, env=env)
+        with open(result) as f:
+            found[backend] = json.load(f)
+        os.unlink(result)
+    names = list(found)
+    print("| search | matches | %s |%s" % (
+        " | ".join("%s ms (p95)" % b for b in names),
+        " pg/zc |" if len(names) == 2 else ""))
+    print("|---|---|%s" % ("---|" * (len(names) + (len(names) == 2))))
+    problems = []
+    for qid in found[names[0]]:
+        rows = [found[b][qid] for b in names]
+        line = "| %s | %d | %s |" % (qid, rows[0]["matches"], " | ".join(
+            "%.1f (%.1f)" % (r["median"], r["p95"]) for r in rows))
+        if len(names) == 2:
+            zc, pg = found["zcatalog"][qid], found["pgcatalog"][qid]
+            line += " %.2f |" % (pg["median"] / zc["median"])
+            if zc["counts"] != pg["counts"]:
+                problems.append("%s: the counts differ" % qid)
+        print(line)
+    print("parity: %s" % ("OK" if not problems else "; ".join(problems)))
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump({"scale": args.scale, "results": found,
+                       "problems": problems}, f)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

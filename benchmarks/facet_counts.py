@@ -64,7 +64,10 @@ def python_counts(catalog, query):
 
 
 def pg_counts(catalog, query):
-    found = catalog.pgc_facets(query, facets=list(FACETS))
+    # show_inactive: the query's own effectiveRange (level1's "now"), not
+    # the clock's, which pgc_facets would add as searchResults does
+    found = catalog.pgc_facets(query, facets=list(FACETS),
+                               show_inactive=True)
     return {name: dict(found[name]["values"]) for name in FACETS}
 
 

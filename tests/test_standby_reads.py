@@ -138,6 +138,33 @@ class TestStandbyReads(unittest.TestCase):
             "lag%d" % n for n in range(5)])
         self.assertEqual(self.counts()[1]["served"], 1)
 
+    def test_a_standby_past_the_lag_bound_is_not_tried(self):
+        self.create("before")
+        self.servers.wait_for_replay()
+        os.environ["PGCATALOG_STANDBY_MAX_LAG"] = "0.5"
+        self.addCleanup(os.environ.pop, "PGCATALOG_STANDBY_MAX_LAG", None)
+        self.servers.pause_replay(0)
+        try:
+            self.create("after")
+            # received, not replayed: the lag grows past the bound
+            time.sleep(1.2)
+            standby.forget()
+            self.assertEqual(self.found(), ["after", "before"])
+            primary, on_standby = self.counts()
+            # not tried at all (not found behind: left before a snapshot)
+            self.assertEqual((on_standby["served"], on_standby["behind"]),
+                             (0, 0))
+            self.assertEqual(on_standby["lagging"], 1)
+            self.assertGreater(on_standby["lag"], 0.5)
+            self.assertEqual(primary, 1)
+        finally:
+            self.servers.resume_replay(0)
+        self.servers.wait_for_replay()
+        standby.forget()
+        self.assertEqual(self.found(), ["after", "before"])
+        _primary, on_standby = self.counts()
+        self.assertEqual((on_standby["served"], on_standby["lag"]), (1, 0.0))
+
     def test_a_stopped_standby_is_left_for_the_primary(self):
         self.create("s1")
         self.servers.wait_for_replay()

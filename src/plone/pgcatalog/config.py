@@ -188,6 +188,29 @@ def get_standby_dsns():
     return [dsn.strip() for dsn in str(value).split(";") if dsn.strip()]
 
 
+#: the default bound on a standby's replay lag (seconds)
+DEFAULT_STANDBY_MAX_LAG = 10.0
+
+
+def get_standby_max_lag():
+    """Seconds a standby may lag behind the primary's commits and still be
+    tried (``standby-max-lag`` / ``PGCATALOG_STANDBY_MAX_LAG``; default
+    10; 0: no bound).  Only what is tried: a transaction on a standby
+    always checks that its snapshot holds what its objects show
+    (docs/standbys.md)."""
+    value = _setting("standby-max-lag", "PGCATALOG_STANDBY_MAX_LAG")
+    if value is None or str(value).strip() == "":
+        return DEFAULT_STANDBY_MAX_LAG
+    try:
+        found = float(str(value).strip())
+    except ValueError:
+        found = -1.0
+    if not 0 <= found < float("inf"):
+        raise ConfigurationError("standby-max-lag must be a number of "
+                                 "seconds >= 0, not %r" % value)
+    return found
+
+
 def get_share_storage_snapshot():
     """Read the catalog in the ZODB's own snapshot when it shares
     RelStorage's database (``share-storage-snapshot`` /

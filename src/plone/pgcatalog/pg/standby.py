@@ -39,6 +39,13 @@ logger = logging.getLogger("plone.pgcatalog")
 FAILED_PAUSE = 5.0
 #: seconds a standby found behind the objects is left alone
 BEHIND_PAUSE = 0.05
+#: seconds between two readings of a standby's replay lag (per process)
+LAG_EVERY = 1.0
+#: a standby's replay lag, in seconds: 0 when it has replayed all it
+#: received, else the age of the last commit it replayed
+LAG_SQL = ("SELECT CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM "
+           "pg_last_wal_replay_lsn() THEN 0 ELSE coalesce(extract(epoch FROM "
+           "now() - pg_last_xact_replay_timestamp()), 0) END::float8")
 #: seconds a transaction waits for a free connection of a standby's pool
 #: (none free, or the standby unreachable: it reads on the primary); a
 #: standby's pool connects in the background (a standby down at start-up
@@ -71,6 +78,11 @@ class Standby:
         self.served = 0
         self.behind = 0
         self.failed = 0
+        #: times it was not tried, its lag past standby-max-lag
+        self.lagging = 0
+        #: its replay lag (seconds) when last read, and when (monotonic)
+        self.lag = None
+        self.lag_at = None
         self.last_error = None
         self._logged = -60.0
 
@@ -110,7 +122,38 @@ def choose(dsn):
     ready = [s for s in candidates if s.paused_until <= now]
     if not ready:
         return None
-    return ready[next(_turn) % len(ready)].connect_dsn
+    standby = ready[next(_turn) % len(ready)]
+    bound = config.get_standby_max_lag()
+    if bound and lag_of(standby, now) > bound:
+        with _lock:
+            standby.lagging += 1
+        return None
+    return standby.connect_dsn
+
+
+def lag_of(standby, now=None):
+    """The standby's replay lag in seconds, read again at most every
+    LAG_EVERY seconds (on a connection of its pool; one it cannot give is
+    the standby's failure: infinite lag, and it is paused)."""
+    now = time.monotonic() if now is None else now
+    if standby.lag_at is not None and now - standby.lag_at < LAG_EVERY:
+        return float("inf") if standby.lag is None else standby.lag
+    standby.lag_at = now
+    conn = checkout(standby.connect_dsn)
+    if conn is None:
+        standby.lag = None
+        return float("inf")
+    try:
+        standby.lag = float(conn.execute(LAG_SQL, prepare=False)
+                            .fetchone()[0])
+        conn.rollback()
+    except psycopg.Error as exc:
+        db.discard(standby.connect_dsn, conn)
+        failed(standby.connect_dsn, exc)
+        standby.lag = None
+        return float("inf")
+    db.checkin(standby.connect_dsn, conn)
+    return standby.lag
 
 
 def checkout(standby_dsn):
@@ -165,14 +208,16 @@ def served(conn_dsn, dsn):
 def status(dsn):
     """What the standbys of ``dsn`` served: a list of dicts (``dsn``
     without its password, ``served``, ``behind``, ``failed``,
-    ``paused``, ``share``: their part of the read-only transactions),
-    and the primary's ``served``."""
+    ``lagging``, ``paused``, ``lag``: the replay lag last read, seconds
+    or None; ``share``: their part of the read-only transactions), and
+    the primary's ``served``."""
     found = standbys_of(dsn)
     total = sum(s.served for s in found) + _primary["served"]
     now = time.monotonic()
     return {"primary_served": _primary["served"], "standbys": [
         {"dsn": db.safe_dsn(s.dsn), "served": s.served, "behind": s.behind,
-         "failed": s.failed, "paused": s.paused_until > now,
+         "failed": s.failed, "lagging": s.lagging,
+         "lag": s.lag, "paused": s.paused_until > now,
          "last_error": s.last_error,
          "share": (float(s.served) / total) if total else 0.0}
         for s in found]}

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import unittest
+from unittest import mock
 
 import transaction
 from plone.app.testing import PLONE_FIXTURE
@@ -18,6 +19,7 @@ from plone.testing import Layer
 
 import plone.pgcatalog
 from plone.pgcatalog import config
+from plone.pgcatalog.errors import ConfigurationError
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import standby
 from plone.pgcatalog.testing.layers import CatalogStateLayerMixin
@@ -209,6 +211,22 @@ class TestStandbyReads(unittest.TestCase):
         self.servers.wait_for_replay()
         # and on the standby once replayed
         self.assertEqual(self.found(), ["r1", "r2"])
+
+
+class TestLagSetting(unittest.TestCase):
+
+    def test_standby_max_lag(self):
+        name = "PGCATALOG_STANDBY_MAX_LAG"
+        with mock.patch.dict(os.environ):
+            os.environ.pop(name, None)
+            self.assertEqual(config.get_standby_max_lag(), 10.0)
+        for raw, value in (("2.5", 2.5), (" 0 ", 0.0)):
+            with mock.patch.dict(os.environ, {name: raw}):
+                self.assertEqual(config.get_standby_max_lag(), value)
+        for raw in ("-1", "soon", "inf", "nan"):
+            with mock.patch.dict(os.environ, {name: raw}):
+                with self.assertRaises(ConfigurationError, msg=raw):
+                    config.get_standby_max_lag()
 
 
 class TestStandbyOnly(unittest.TestCase):

@@ -20,6 +20,7 @@ import datetime
 import numbers
 
 from DateTime import DateTime
+from Products.PluginIndexes.interfaces import IDateRangeIndex
 
 from plone.pgcatalog.codec import core as codec
 from plone.pgcatalog.search.cache import key_for
@@ -100,7 +101,7 @@ class Facet:
             and name not in SECURITY
         self.buckets = None
         #: a DateRangeIndex: an entry counts in the buckets its range meets
-        self.ranged = kind == "DateRangeIndex"
+        self.ranged = IDateRangeIndex.providedBy(index)
         if kind in BUCKETED:
             self.buckets = _buckets(index, name, options.get("buckets"),
                                     DEFAULT_BUCKETS[kind])
@@ -175,7 +176,7 @@ def _overlaps(value, lo, hi):
 
 def _minutes(index, value):
     """A DateTime as the minutes ``index`` stores (its own conversion)."""
-    if index.meta_type == "DateRangeIndex":
+    if IDateRangeIndex.providedBy(index):
         return index._convertDateTime(value)
     return index._convert(value)
 

@@ -64,9 +64,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     #: row); "ts_rank": PostgreSQL's ts_rank (~5 us per row, another
     #: relevance order).  ``qc.text_rank`` overrides it per query.
     pgc_rank_mode = "okapi"
-    #: searched by language (a language.LanguageText) or ZCTextIndex-exact
-    #: (None); set by the tool (toolapi/language.py)
-    pgc_language = None
+    #: searched by language: language.LanguageText's settings as plain
+    #: data, or None (ZCTextIndex-exact); see pgc_language
+    _pgc_language = None
 
     def __init__(self, id, extra=None, caller=None, index_factory=None,
                  field_name=None, lexicon_id=None):
@@ -106,6 +106,20 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
     @indexed_attrs.setter
     def indexed_attrs(self, value):
         self._indexed_attrs = list(value)
+
+    @property
+    def pgc_language(self):
+        """How the index is searched by language (a language.LanguageText),
+        or None: ZCTextIndex-exact.  Set by the tool (toolapi/language.py);
+        stored as plain data."""
+        data = self._pgc_language
+        return None if data is None else language.LanguageText.from_dict(
+            data)
+
+    @pgc_language.setter
+    def pgc_language(self, settings):
+        self._pgc_language = None if settings is None else \
+            settings.as_dict()
 
     def clear(self):
         """Empty the index (ZCatalog's ``clearIndex``): its rows go (the
@@ -157,9 +171,10 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         # No words is a real value too: ZCTextIndex indexes the document
         # with an empty word list (it counts in N and the mean length).
         value = tsvector_literal(words)
-        if self.pgc_language is not None:
+        settings = self.pgc_language
+        if settings is not None:
             # the language row is written beside it (once switched over)
-            value.language = language.value_of(self.pgc_language, obj, texts)
+            value.language = language.value_of(settings, obj, texts)
         return value
 
     def pgc_reindexed(self):

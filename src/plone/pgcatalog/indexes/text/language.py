@@ -117,9 +117,16 @@ class LanguageText:
                 self.default, self.weights)
 
     def as_dict(self):
+        """The settings as plain data (what the index stores: no class of
+        this module's is pickled in a site's ZODB)."""
         return {"languages": dict(self.languages), "default": self.default,
                 "weights": [list(w) for w in self.weights],
                 "ready": self.ready}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(data["languages"], data["default"], data["weights"],
+                   data["ready"])
 
 
 def choose_configs(available, languages, default):

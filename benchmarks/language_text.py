@@ -28,11 +28,8 @@ The queries (more_queries.py's, words from the site's vocabulary):
 * TT: two words + type + state, every match;
 * LP: a phrase of two words beside the anonymous filters, a page of 10.
 """
-import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -145,37 +142,17 @@ def child(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dsn", required=True,
-                   help="the benchmark server (any database name)")
-    p.add_argument("--scale", type=int, default=100000)
-    p.add_argument("--seed", type=int, default=20250101)
-    p.add_argument("--iterations", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
+    import shared
+    p = shared.side_by_side_parser(__doc__.split("\n")[0])
     p.add_argument("--keep", action="store_true",
                    help="leave SearchableText searched by language")
     p.add_argument("--output")
-    p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.dsn = " ".join(part for part in args.dsn.split()
-                        if not part.startswith("dbname="))
+    args.dsn = shared.server_dsn(args.dsn)
     if args.child:
         return child(args)
-    found = {}
-    for backend in BACKENDS:
-        result = "/tmp/language_text_%s_%d.json" % (backend, os.getpid())
-        env = dict(os.environ, PGCATALOG_CACHE="off")
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--dsn",
-                        args.dsn, "--scale", str(args.scale), "--seed",
-                        str(args.seed), "--iterations",
-                        str(args.iterations), "--warmup", str(args.warmup),
-                        "--child", backend, "--result", result] +
-                       (["--keep"] if args.keep else []),
-                       check=True, env=env)
-        with open(result) as f:
-            found[backend] = json.load(f)
-        os.unlink(result)
+    found = shared.run_side_by_side(__file__, args, BACKENDS,
+                                    ["--keep"] if args.keep else [])
     zc, pg = found["zcatalog"]["exact"], found["pgcatalog"]
     switch = pg["switch"]
     print("switch over: %d entries in %.0f s (%.0f entries/s)" % (

@@ -44,11 +44,8 @@ The queries (words chosen from the site's vocabulary as level1 does):
   match; PSP, PSPD: two sections, alone and with a type; PR, PRA: the site
   root's path (as plone.restapi adds it) with a type, and anonymous.
 """
-import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -172,37 +169,18 @@ def child(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dsn", required=True,
-                   help="the benchmark server (any database name)")
-    p.add_argument("--scale", type=int, default=100000)
-    p.add_argument("--seed", type=int, default=20250101)
-    p.add_argument("--iterations", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
+    import shared
+    p = shared.side_by_side_parser(__doc__.split("\n")[0])
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--only", help="only these query ids (comma separated)")
     p.add_argument("--output")
-    p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.dsn = " ".join(part for part in args.dsn.split()
-                        if not part.startswith("dbname="))
+    args.dsn = shared.server_dsn(args.dsn)
     if args.child:
         return child(args)
-    found = {}
-    for backend in args.backends.split(","):
-        result = "/tmp/more_queries_%s_%d.json" % (backend, os.getpid())
-        env = dict(os.environ, PGCATALOG_CACHE="off")
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--dsn",
-                        args.dsn, "--scale", str(args.scale), "--seed",
-                        str(args.seed), "--iterations",
-                        str(args.iterations), "--warmup", str(args.warmup),
-                        "--child", backend, "--result", result] +
-                       (["--only", args.only] if args.only else []),
-                       check=True, env=env)
-        with open(result) as f:
-            found[backend] = json.load(f)
-        os.unlink(result)
+    found = shared.run_side_by_side(
+        __file__, args, args.backends.split(","),
+        ["--only", args.only] if args.only else [])
     problems = []
     print("| query | matches | %s |%s" % (
         " | ".join("%s ms (p95)" % b for b in found),

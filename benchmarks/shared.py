@@ -166,6 +166,54 @@ def run_child(cmd, env, result_path):
         return json.load(f), None
 
 
+# ---------------------------------------------------------------------------
+# Scripts timing both engines on level1's databases, one child process each
+# (more_queries.py, language_text.py, facet_counts.py)
+# ---------------------------------------------------------------------------
+
+def side_by_side_parser(description):
+    """The options of such a script: the server, the level1 databases'
+    scale and seed, the timed and warm-up runs; and the child's own."""
+    import argparse
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--dsn", required=True,
+                   help="the benchmark server (any database name)")
+    p.add_argument("--scale", type=int, default=100000)
+    p.add_argument("--seed", type=int, default=20250101)
+    p.add_argument("--iterations", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    return p
+
+
+def server_dsn(dsn):
+    """``dsn`` without its database name (each child names its own)."""
+    return " ".join(part for part in dsn.split()
+                    if not part.startswith("dbname="))
+
+
+def run_side_by_side(script, args, backends, extra=()):
+    """Run ``script`` once per backend as a child process (``--child``
+    BACKEND ``--result`` FILE, the result cache off); ``{backend: its
+    JSON result}``."""
+    found = {}
+    for backend in backends:
+        result = result_file("%s-%s-" % (
+            os.path.splitext(os.path.basename(script))[0], backend))
+        env = dict(os.environ, PGCATALOG_CACHE="off")
+        subprocess.run([sys.executable, os.path.abspath(script), "--dsn",
+                        args.dsn, "--scale", str(args.scale), "--seed",
+                        str(args.seed), "--iterations", str(args.iterations),
+                        "--warmup", str(args.warmup), "--child", backend,
+                        "--result", result] + list(extra),
+                       check=True, env=env)
+        with open(result) as f:
+            found[backend] = json.load(f)
+        os.unlink(result)
+    return found
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:

@@ -270,6 +270,18 @@ class TestLanguageText(unittest.TestCase):
                 self.catalog(SearchableText=bad)
             self.switch()
 
+    def outcome(self, text):
+        try:
+            return self.ids(SearchableText=text)
+        except Exception as exc:
+            return type(exc)
+
+    def test_an_empty_query_as_the_exact_search(self):
+        texts = ("", " ", [], [""])
+        exact = [self.outcome(text) for text in texts]
+        self.switch()
+        self.assertEqual([self.outcome(text) for text in texts], exact)
+
     def test_hostile_text_is_only_text(self):
         self.switch()
         for text in ("'", "\\", "run:*", "a & b | !c", "x <-> y", "\x00",

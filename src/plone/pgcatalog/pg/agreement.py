@@ -33,6 +33,10 @@ logger = logging.getLogger("plone.pgcatalog")
 #: seconds a transaction's early snapshot waits for a free connection
 #: (none free: it begins at the first statement, as without)
 EARLY_CHECKOUT = 0.05
+#: times a snapshot of its own is taken again because it holds the objects'
+#: count while this catalog's writers were committing (see _unsure), before
+#: the request is retried
+UNSURE_RESNAPSHOTS = 3
 
 
 #: cid -> when the catalog's lag behind its objects was last logged
@@ -144,6 +148,8 @@ class SnapshotAgreement:
             standby.behind(self.conn_dsn)
             self._leave_standby()
             return False
+        if not behind and self._unsure():
+            return self._take_again(resnapshots, end)
         if resnapshots:
             # a snapshot of its own, taken after waiting: it holds exactly
             # what the objects show, or the request runs again
@@ -162,6 +168,46 @@ class SnapshotAgreement:
             raise CatalogReadConflictError(
                 "the catalog's snapshot misses commits the objects show "
                 "(they were being finished); the request is retried")
+        if not end:
+            self._end_snapshot()
+        return False
+
+    def _unsure(self):
+        """The prepared transactions of this catalog's writers a snapshot of
+        its own holding exactly the objects' count of commits may lack (or
+        ``[None]`` when one finished as it was taken): the two sets may
+        still differ, a writer the objects count missing here while another
+        they do not count is visible (consistency.complete).  A snapshot
+        shared with the storage holds the objects' own commits: none."""
+        if self.storage_shared:
+            return []
+        found = []
+        for cid, facts in self.facts.items():
+            if self.watched.get(cid) == facts.stamp:
+                found.extend(facts.prepared)
+                if facts.moved:
+                    found.append(None)
+        return found
+
+    def _take_again(self, resnapshots, end):
+        """A snapshot that may hold other commits than its count says
+        (_unsure): taken again once those writers finished (on a standby:
+        the primary reads), or, when it was already taken again
+        UNSURE_RESNAPSHOTS times or this transaction used it, the request
+        is retried.  False (the snapshot ended unless ``end``)."""
+        if self.on_standby:
+            standby.behind(self.conn_dsn)
+            self._leave_standby()
+            return False
+        if resnapshots >= UNSURE_RESNAPSHOTS or self.wrote or \
+                self.views_open():
+            raise CatalogReadConflictError(
+                "the catalog's snapshot was taken while writers were "
+                "committing: it may not hold the commits the objects show; "
+                "the request is retried")
+        waiting = [x for x in self._unsure() if x is not None]
+        if waiting:
+            self._wait_for(waiting)
         if not end:
             self._end_snapshot()
         return False

@@ -184,7 +184,9 @@ class SnapshotAgreement:
         found = []
         for cid, facts in self.facts.items():
             if self.watched.get(cid) == facts.stamp:
-                found.extend(facts.prepared)
+                # (one that outlived a wait is in doubt, its process gone:
+                # answered from what is committed until it is resolved)
+                found.extend(x for x in facts.prepared if x not in _stuck)
                 if facts.moved:
                     found.append(None)
         return found
@@ -206,8 +208,10 @@ class SnapshotAgreement:
                 "committing: it may not hold the commits the objects show; "
                 "the request is retried")
         waiting = [x for x in self._unsure() if x is not None]
-        if waiting:
-            self._wait_for(waiting)
+        if waiting and not self._wait_for(waiting):
+            # in doubt (their process died between the storages' commit
+            # and the catalog's): nothing to wait for, as when behind
+            return True
         if not end:
             self._end_snapshot()
         return False

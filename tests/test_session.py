@@ -29,6 +29,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import parking
 from plone.pgcatalog.pg.writer import Upsert
 from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -172,6 +173,12 @@ class TestSession(unittest.TestCase):
         conn = self.session().conn
         self.assertIsNotNone(conn)
         transaction.abort()
+        # the next transaction takes the same connection (its COMMIT's
+        # answer read: parking.py)
+        result_cache.forget()
+        self.assertEqual(ids(self.catalog.unrestrictedSearchResults(
+            UID=uid)), ["kept"])
+        self.assertIs(self.session().conn, conn)
         names = [row[0] for row in conn.execute(
             "SELECT statement FROM pg_prepared_statements").fetchall()]
         self.assertTrue([n for n in names if "'UID'" in n], names)
@@ -363,9 +370,57 @@ class TestSession(unittest.TestCase):
             thread.join(30)
         transaction.abort()
 
+    def test_a_read_only_transaction_ends_without_waiting(self):
+        # a transaction that only read sends its COMMIT and leaves the
+        # answer for the next one (parking.py): the server has ended the
+        # transaction already (no snapshot held while the thread is idle),
+        # and the next transaction takes that connection, idle
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        conn = self.session().conn
+        pid = conn.info.backend_pid
+        transaction.commit()
+        self.assertIsNone(self.session().conn)
+        self.assertGreaterEqual(parking.count(), 1)
+        with db.get_pool().connection() as other:
+            deadline = time.monotonic() + 5
+            while True:
+                state, xmin = other.execute(
+                    "SELECT state, backend_xmin::text FROM pg_stat_activity "
+                    "WHERE pid = %s", (pid,)).fetchone()
+                if state == "idle" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+        self.assertEqual((state, xmin), ("idle", None))
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        self.assertIs(self.session().conn, conn)
+        transaction.commit()
+
+    def test_a_parked_connection_that_died_is_replaced(self):
+        # the backend of a parked connection killed (or the server
+        # restarted): the next transaction gets another, no error
+        self.portal.invokeFactory("Document", "parked", title="Parked")
+        transaction.commit()
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        pid = self.session().conn.info.backend_pid
+        transaction.commit()
+        with db.get_pool().connection() as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        time.sleep(0.2)
+        result_cache.forget()
+        self.assertEqual(ids(self.catalog.unrestrictedSearchResults(
+            portal_type="Document", id="parked")), ["parked"])
+        self.assertNotEqual(self.session().conn.info.backend_pid, pid)
+        transaction.commit()
+
     def test_no_free_connection_fails_fast_and_retryably(self):
         pool = db.get_pool()
         transaction.abort()
+        # connections whose COMMIT is on its way are free ones too
+        # (parking.py): back to the pool, which is then emptied
+        parking.release_all(db.checkin, db.discard)
         held = []
         old = config.get_pool_timeout
         config.get_pool_timeout = lambda: 0.3

@@ -23,6 +23,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.errors import SchemaError
 from plone.pgcatalog.pg import consistency
+from plone.pgcatalog.pg import parking
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import migrations
@@ -133,6 +134,7 @@ def get_pool(dsn=None, connect=POOL_CONNECT):
 
 def close_pools():
     """Close every pool (tests, process shutdown)."""
+    parking.release_all(checkin, discard)
     with _pools_lock:
         for pool in _pools.values():
             pool.close()
@@ -345,6 +347,9 @@ def checkout(dsn, timeout=None, connect=POOL_CONNECT):
     pool = get_pool(dsn, connect)
     if _unresolved.get(dsn):
         resolve_unresolved(dsn)
+    parked = parking.take(dsn, discard)
+    if parked is not None:
+        return parked
     try:
         return pool.getconn(timeout=timeout or config.get_pool_timeout())
     except Exception as exc:  # noqa: B902 - PoolTimeout, closed pool
@@ -366,12 +371,20 @@ def checkout(dsn, timeout=None, connect=POOL_CONNECT):
 
 
 def checkin(dsn, conn):
-    """Give a connection back to its pool."""
+    """Give a connection back to its pool (ready: idle, no transaction)."""
     try:
         get_pool(dsn).putconn(conn)
     except Exception:  # noqa: B902 - the pool was closed under us
         logger.warning("returning a catalog connection failed",
                        exc_info=True)
+
+
+def end_read_only(dsn, conn):
+    """End the transaction of ``conn``, which wrote nothing, and give the
+    connection back without waiting for PostgreSQL's answer
+    (parking.py)."""
+    if not parking.park(dsn, conn):
+        discard(dsn, conn)
 
 
 def discard(dsn, conn):

@@ -222,6 +222,44 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(
             **query)), 4)
 
+    def test_key_sets_found_are_kept_until_a_change_can_move_them(self):
+        # a text search beside key conditions finds the matching key sets
+        # with a statement of its own (pg/hot.py): their ids are kept under
+        # the change counters, as answers are
+        query = dict(SearchableText="Doc", portal_type="Document")
+
+        def finding_sets(sent):
+            return [s for s in sent if s.startswith("SELECT ARRAY(SELECT s.sid")]
+
+        transaction.abort()
+        result_cache.forget()
+        found, sent = self.statements(lambda: len(
+            self.catalog.unrestrictedSearchResults(**query)))
+        self.assertEqual(found, 3)
+        self.assertEqual(len(finding_sets(sent)), 1, sent)
+        transaction.abort()
+        result_cache.forget()
+        found, sent = self.statements(lambda: len(
+            self.catalog.unrestrictedSearchResults(**query)))
+        self.assertEqual((found, finding_sets(sent)), (3, []))
+        transaction.abort()
+        # an edit of another index keeps them
+        self.edit("d2", Title="Doc two")
+        found, sent = self.statements(lambda: len(
+            self.catalog.unrestrictedSearchResults(**query)))
+        self.assertEqual((found, finding_sets(sent)), (3, []))
+        transaction.abort()
+        # a change of an index in the key sets (an entry may move to
+        # another set, or one be made): found again
+        self.portal.news.portal_type = "Document"
+        self.portal.news.reindexObject()
+        transaction.commit()
+        result_cache.forget()
+        found, sent = self.statements(lambda: sorted(
+            b.getId for b in self.catalog.unrestrictedSearchResults(**query)))
+        self.assertEqual(found, ["d0", "d1", "d2"])
+        self.assertEqual(len(finding_sets(sent)), 1, sent)
+
     def test_a_long_list_changed_is_seen(self):
         """object_provides is stored once by digest (lists.py): a new
         interface gives the entry another digest, a change the counters

@@ -245,6 +245,56 @@ def set_ids(cid, conditions, counted=False):
     return q("SELECT {}", _set_ids(cid, keys))
 
 
+#: (dsn, cid, statement text, parameters) -> (version, row): what a
+#: :func:`set_ids` statement found, kept while no committed write could have
+#: changed it (:func:`found_ids`)
+_found_ids = {}
+FOUND_IDS_MAX = 5000
+
+
+def set_names(indexes, cid):
+    """The names of ``indexes`` (index objects) whose keys catalog ``cid``
+    keeps in the key sets, sorted."""
+    return tuple(sorted(index.getId() for index in indexes
+                        if IHotKind.providedBy(index)
+                        and kept_in(index, cid) == "sets"))
+
+
+def found_ids(store, statement, names):
+    """The row of a :func:`set_ids` ``statement`` on ``store``'s catalog,
+    whose key sets are of the indexes ``names`` (:func:`set_names`): read
+    once and kept, exact as the result cache is (changes.py).  A key set
+    is inserted once and never changed; a new one, or rows moving between
+    sets (their counts), come only with a write that changes the values of
+    an index in the sets or which entries exist, counted in the catalog's
+    change counters; registering hot keys counts as a change of
+    everything.  So the row is kept under those counters, filled only from
+    a snapshot that holds exactly what they count, and read again by a
+    transaction that finds other counters (or without counters: the result
+    cache off; or with writes of its own)."""
+    counters = store.counters
+    if counters is None or store.session.has_writes:
+        return tuple(store.execute(statement).fetchone())
+    version = (counters.token, counters.all, counters.rows) + tuple(
+        counters.names.get(name, 0) for name in names)
+    key = (store.session.dsn, store.cid, statement.text,
+           repr(statement.params))
+    kept = _found_ids.get(key)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    store.expect_fill()
+    row = tuple(store.execute(statement).fetchone())
+    if store.snapshot_complete(store.cache_generation):
+        if len(_found_ids) >= FOUND_IDS_MAX:
+            _found_ids.clear()
+        _found_ids[key] = (version, row)
+    return row
+
+
+def forget_found_ids():
+    _found_ids.clear()
+
+
 def where(cid, conditions, sets=True, ids=None):
     """The hot rows' condition for catalog ``cid`` and the hot conditions
     of a query (Fragments over ``h``, or :class:`Ranged` ones), or None

@@ -27,6 +27,7 @@ import time
 
 from psycopg import pq
 
+
 #: seconds :func:`take` waits for a parked connection's answer before it
 #: gives up on that connection (it is normally there already)
 ANSWER_WAIT = 5.0

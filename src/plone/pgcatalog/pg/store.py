@@ -23,6 +23,7 @@ import time
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg import layouts
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg import outside
@@ -524,4 +525,5 @@ def forget_caches():
     for cache in (_cids, _stamped):
         cache.clear()
     textstats.forget()
+    hot.forget_found_ids()
     result_cache.forget()

@@ -197,12 +197,12 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions):
         order.append(plans.tie_break(reverse))
         where = and_(where, *presents)
         plan = hot_sorted(conditions, store, window, sort_indexes, reverse,
-                          where)
+                          where, qc)
         if plan is not None:
             return plan
         return plans.Page(where, join(", ", order), window)
     if qc.ranks:
-        plan = text_relevance(conditions, store, window)
+        plan = text_relevance(conditions, store, window, qc)
         if plan is not None:
             return plan
         if window.b_size is None:
@@ -241,7 +241,8 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions):
 HOT_SORTED_ROWS = 30000
 
 
-def hot_sorted(conditions, store, window, sort_indexes, reverse, where):
+def hot_sorted(conditions, store, window, sort_indexes, reverse, where,
+               qc):
     """A page sorted by the hot rows' sort index (hot.sorts: ``srt``,
     schema version 21) whose other conditions are hot ones in the key sets
     (a range one too) and text conditions: the page's rids walked in the
@@ -277,7 +278,7 @@ def hot_sorted(conditions, store, window, sort_indexes, reverse, where):
     found = hot.set_ids(cid, keys)
     if found is None:
         return None
-    ids = store.execute(found).fetchone()[0] or []
+    ids = found_ids(qc, store, found)[0] or []
     rows = and_(q("h.cid = {}", cid), q("h.srt IS NOT NULL"),
                 hot.where(cid, keys, ids=ids), *matched)
     order = q("h.srt DESC, h.rid DESC") if reverse[0] else \
@@ -285,6 +286,14 @@ def hot_sorted(conditions, store, window, sort_indexes, reverse, where):
     return plans.Page(rows, order, window, source=schema.FROM_HOT,
                       count=q("SELECT count(*) FROM {} WHERE {}",
                               schema.FROM_ENTRIES, where))
+
+
+def found_ids(qc, store, statement):
+    """The row of a hot.set_ids ``statement``: the key sets' ids (and
+    their rows' count), kept while no write could change them
+    (hot.found_ids)."""
+    indexes = qc.catalog._indexes.values()
+    return hot.found_ids(store, statement, hot.set_names(indexes, store.cid))
 
 
 def subtree_beside_keys(store, hot_forms, hot_where):
@@ -322,7 +331,7 @@ def subtrees_alone(conditions, qc, store):
                                    for part in found.parts]))
 
 
-def text_relevance(conditions, store, window):
+def text_relevance(conditions, store, window, qc):
     """The plan reading a search by relevance from its one text index's
     rows (relevance.TextRelevance), or None.
 
@@ -369,7 +378,7 @@ def text_relevance(conditions, store, window):
         if hot_others and None not in hot_others else None
     ids = None
     if found is not None:
-        row = store.execute(found).fetchone()
+        row = found_ids(qc, store, found)
         ids = row[0] or []
         if postings is not None and not postings.pays(row[1]):
             postings = None
@@ -381,7 +390,8 @@ def text_relevance(conditions, store, window):
                 relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
                 window=page, source=relevance.postings(postings.statement))
     elif postings is not None and not beside_path:
-        plan = postings_beside_entries(postings, others, store, page)
+        plan = postings_beside_entries(postings, others, store, page,
+                                       qc)
         if plan is not None:
             return plan
     rank = text.columns("tr")
@@ -401,7 +411,7 @@ def text_relevance(conditions, store, window):
         window=page)
 
 
-def postings_beside_entries(postings, others, store, page):
+def postings_beside_entries(postings, others, store, page, qc):
     """The plan reading a union of words word by word beside conditions
     on the entries (``others``: Conditions, some without a hot form), or
     None when matching the union at once and scoring the rows they keep
@@ -427,7 +437,7 @@ def postings_beside_entries(postings, others, store, page):
     documents = postings.documents
     hot_share, ids = 1.0, None
     if keys is not None:
-        ids, kept = store.execute(keys).fetchone()
+        ids, kept = found_ids(qc, store, keys)
         ids = ids or []
         if documents:
             hot_share = min(1.0, float(kept) / documents)

@@ -22,15 +22,19 @@ with the objects the same transaction can load:
 
 With ``--standby`` the server is a primary with a streaming hot standby
 (testing/replication.py) and the processes may read the catalog there
-(``PGCATALOG_STANDBY_DSNS``, docs/standbys.md; with ``--catalog other``:
-a catalog sharing RelStorage's snapshot reads on the primary); the readers
-report how many of their transactions the standby served.
+(``PGCATALOG_STANDBY_DSNS``, docs/standbys.md; with ``--catalog same``
+a catalog sharing RelStorage's snapshot reads where RelStorage loads: the
+primary, unless ``--ro-replica``); the readers
+report how many of their transactions the standby served.  With
+``--ro-replica`` the readers' RelStorage loads objects from the standby as
+well (``ro-replica-conf``), and a catalog in RelStorage's database reads in
+RelStorage's snapshot there (pg/sharing.py).
 
 Usage (prints one JSON line)::
 
     python tests/consistency_probe.py [--seconds 120] [--writers 2]
         [--readers 3] [--cache on|off] [--catalog same|other]
-        [--standby [--no-route]]
+        [--standby [--no-route] [--ro-replica]]
 
 tests/test_consistency.py runs it briefly; a longer run is a measurement
 (docs/transactions.md).
@@ -52,10 +56,16 @@ FOLDER = "probe"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _open(dsn, workdir):
+def _open(dsn, workdir, replica=None):
     from plone.pgcatalog.testing.zopeapp import open_relstorage
     from plone.pgcatalog.testing.zopeapp import start_zope
-    db = open_relstorage(dsn, cache_size=400, workdir=workdir)
+    settings = {}
+    if replica:
+        # RelStorage loads objects from the standby (ro-replica-conf)
+        settings["ro_replica_conf"] = os.path.join(workdir, "ro-replicas")
+        with open(settings["ro_replica_conf"], "w") as conf:
+            conf.write(replica + "\n")
+    db = open_relstorage(dsn, cache_size=400, workdir=workdir, **settings)
     start_zope(db, workdir)
     return db
 
@@ -297,7 +307,11 @@ def child(args):
     if args.standby_dsns:
         os.environ["PGCATALOG_STANDBY_DSNS"] = args.standby_dsns
     workdir = tempfile.mkdtemp(prefix="pgcatalog-probe-")
-    db = _open(args.storage_dsn or args.dsn, workdir)
+    # (the writers' RelStorage loads from the primary: a lagging replica
+    # does not hold what their process just committed, RelStorage's own
+    # limit; editors' Zope processes are set up so)
+    db = _open(args.storage_dsn or args.dsn, workdir,
+               args.ro_replica if args.role == "reader" else None)
     if args.role == "check":
         result = final_check(db)
     else:
@@ -324,10 +338,15 @@ def parent(args):
         dsn = pgserver.fresh_database("pgcatalog_probe")
         fresh = pgserver.fresh_database
     args.storage_dsn = dsn
+    storage_standbys = servers is not None and standbys
     if args.catalog == "other":
         args.storage_dsn = fresh("pgcatalog_probe_zodb")
         if servers is not None:
-            args.storage_dsn = args.storage_dsn[0]
+            args.storage_dsn, storage_standbys = args.storage_dsn
+    if args.ro_replica:
+        if not storage_standbys:
+            raise SystemExit("--ro-replica needs --standby")
+        args.ro_replica = replica_name(storage_standbys[0])
     os.environ["PGCATALOG_DSN"] = dsn
     # the site, in a process of its own (Zope starts once per process)
     subprocess.run([sys.executable, __file__, "--setup", "--dsn", dsn,
@@ -359,6 +378,7 @@ def parent(args):
                          if r["role"] == "writer")
     total["standby"] = bool(args.standby)
     total["routed"] = bool(args.standby_dsns)
+    total["ro_replica"] = bool(args.ro_replica)
     for key in ("transactions", "answers", "behind", "ahead", "stale",
                 "old_objects", "primary_served", "standby_served",
                 "standby_behind",
@@ -396,6 +416,14 @@ def parent(args):
     return total
 
 
+def replica_name(dsn):
+    """A standby's DSN as RelStorage's ro-replica-conf names it
+    (``host:port``)."""
+    from psycopg.conninfo import conninfo_to_dict
+    params = conninfo_to_dict(dsn)
+    return "%s:%s" % (params["host"], params.get("port", 5432))
+
+
 def _spawn(args, dsn, role, seed):
     return subprocess.Popen(
         [sys.executable, __file__, "--child", role, "--dsn", dsn,
@@ -403,6 +431,8 @@ def _spawn(args, dsn, role, seed):
          "--seconds", str(args.seconds), "--seed", str(seed),
          "--cache", args.cache] + (
              ["--standby-dsns", args.standby_dsns] if args.standby_dsns
+             else []) + (
+             ["--ro-replica", args.ro_replica] if args.ro_replica
              else []), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
 
@@ -426,6 +456,11 @@ def main(argv=None):
     p.add_argument("--no-route", action="store_true",
                    help="with --standby: the standby replays, but every "
                         "read goes to the primary")
+    p.add_argument("--ro-replica", nargs="?", const=True, default=None,
+                   help="with --standby: the readers' RelStorage loads "
+                        "objects from the standby too (ro-replica-conf); "
+                        "with --catalog same the catalog reads in its "
+                        "snapshot there")
     p.add_argument("--standby-dsns", help=argparse.SUPPRESS)
     p.add_argument("--child", dest="role")
     p.add_argument("--setup", action="store_true")

@@ -272,7 +272,7 @@ class TestSession(unittest.TestCase):
                 "SELECT pg_export_snapshot()").fetchone()[0]
         session = self.session()
         self.assertFalse(session.begun)
-        session.snapshot_id = snapshot
+        session.snapshot_id, session.snapshot_dsn = snapshot, dsn
         with self.assertRaises(DatabaseUnavailable):
             len(self.catalog(portal_type="Document"))
         transaction.abort()

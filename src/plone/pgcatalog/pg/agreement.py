@@ -26,6 +26,7 @@ from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import sharing
 from plone.pgcatalog.pg import standby
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -65,8 +66,40 @@ class SnapshotAgreement:
     """The snapshot-agreement part of a catalog session (a mixin of
     :class:`~plone.pgcatalog.pg.session.CatalogSession`, whose state it
     reads and changes: ``watched``, ``facts``, ``begun``, ``conn``,
-    ``snapshot_id``; statements go through the session's ``_send``,
+    ``snapshot_id``, ``snapshot_dsn``, ``storage_shared``,
+    ``storage_offered``; statements go through the session's ``_send``,
     ``_run`` and ``_contain``)."""
+
+    #: the storage's snapshot to import ("": none; None: not asked yet)
+    snapshot_id = None
+    #: the DSN of the catalog pool whose server holds it (the primary's or
+    #: a standby's: sharing.py)
+    snapshot_dsn = None
+    #: the storage offered its snapshot (kept when this transaction had to
+    #: leave it for a snapshot of its own)
+    storage_offered = False
+    #: this PostgreSQL transaction imported the storage's snapshot
+    shared = False
+    #: the storage shares the catalog's database (its snapshot was)
+    storage_shared = False
+
+    def _ask_storage_snapshot(self):
+        """Whether this transaction reads in the storage's own snapshot
+        (sharing.py), and on which server: asked once, before its first
+        statement."""
+        if self.snapshot_id is None:
+            found = sharing.storage_snapshot(self.dsn, self.jar)
+            self.snapshot_id = found.snapshot_id if found else ""
+            self.snapshot_dsn = found.dsn if found else None
+            self.storage_shared = self.storage_offered = found is not None
+
+    def _unshare(self):
+        """Read in a snapshot of its own from now on (checked against the
+        objects', as on ZEO): the storage's is on a server this
+        transaction no longer reads on."""
+        self.snapshot_id = ""
+        self.snapshot_dsn = None
+        self.storage_shared = False
 
     def learn_facts(self, cid, stamp, prepared, moved):
         """What this PostgreSQL transaction's snapshot holds of catalog
@@ -330,7 +363,8 @@ class EarlySnapshot(threading.local):
     def remember(self, session):
         """The session's transaction ends: whether the thread's next one
         begins early."""
-        if session.sent and session.snapshot_id == "" and session.watched:
+        if session.sent and session.snapshot_id == "" and \
+                session.watched and not session.storage_offered:
             manager = session.manager
             if manager is not None and manager not in self.managers:
                 # registering calls newTransaction at once, with the

@@ -3,8 +3,7 @@
 The catalog's part in a ZODB transaction (one PostgreSQL transaction per ZODB
 transaction, snapshots, two-phase commit) is :mod:`plone.pgcatalog.pg.session`;
 this module gives it connections (:func:`checkout`, replaced when they went
-away), tells it what the server offers (:func:`two_phase`,
-:func:`storage_snapshot`), and resolves prepared transactions a crashed
+away), tells it what the server offers (:func:`two_phase`), and resolves prepared transactions a crashed
 process left behind (:func:`resolve_in_doubt`).
 """
 import logging
@@ -132,6 +131,16 @@ def get_pool(dsn=None, connect=POOL_CONNECT):
     return pool
 
 
+#: what other modules remember of the servers, forgotten with the pools
+_forget_on_close = []
+
+
+def forget_on_close(forget):
+    """Call ``forget()`` when the pools are closed (what a module
+    remembers of the servers they reached)."""
+    _forget_on_close.append(forget)
+
+
 def close_pools():
     """Close every pool (tests, process shutdown)."""
     parking.release_all(checkin, discard)
@@ -141,7 +150,8 @@ def close_pools():
         _pools.clear()
         _schema_ready.clear()
         _two_phase.clear()
-        _colocated.clear()
+    for forget in _forget_on_close:
+        forget()
 
 
 def safe_dsn(dsn):
@@ -431,90 +441,6 @@ def two_phase(dsn):
                     "two-phase commit; see docs/transactions.md.")
         _two_phase[dsn] = found
     return found
-
-
-#: (dsn, storage key) -> whether the storage's snapshot can be imported
-_colocated = {}
-
-
-def storage_snapshot(dsn, jar):
-    """The id of the ZODB transaction's own database snapshot, when the
-    catalog shares the database of the connection's RelStorage (exported
-    from RelStorage's load connection), else None."""
-    if jar is None or not config.get_share_storage_snapshot():
-        return None
-    storage = getattr(jar, "_storage", None)
-    load = getattr(storage, "_load_connection", None)
-    adapter = getattr(storage, "_adapter", None)
-    if not load or adapter is None or \
-            "postgresql" not in type(adapter).__module__:
-        return None
-    key = (dsn, getattr(getattr(adapter, "connmanager", None), "_dsn", None))
-    if _colocated.get(key) is False:
-        return None
-    if not _in_transaction(load):
-        # RelStorage has no snapshot open (between its transactions, or
-        # restarting): exporting would begin a transaction on its
-        # connection behind its back, which its later loads would read in;
-        # the catalog takes a snapshot of its own (checked, consistency.py)
-        return None
-    try:
-        # a cursor of its own on RelStorage's connection (in its
-        # transaction): RelStorage's cursor may hold rows it has not read
-        cursor = load.connection.cursor()
-        if key not in _colocated:
-            cursor.execute(_IDENTITY)
-            theirs = tuple(cursor.fetchone())
-            with get_pool(dsn).connection() as conn:
-                ours = tuple(conn.execute(_IDENTITY).fetchone())
-            _colocated[key] = theirs == ours
-            if _colocated[key]:
-                logger.info("catalog and RelStorage share a database: "
-                            "catalog reads use each ZODB transaction's own "
-                            "snapshot")
-            else:
-                logger.warning(
-                    "the catalog is not in RelStorage's database: a catalog "
-                    "snapshot is taken at the first catalog statement of a "
-                    "transaction, after the ZODB's (see "
-                    "docs/transactions.md)")
-                return None
-        cursor.execute("SELECT pg_export_snapshot()")
-        found = cursor.fetchone()[0]
-        cursor.close()
-        return found
-    except Exception:  # noqa: B902 - another driver, a closed connection
-        logger.warning("could not export RelStorage's snapshot",
-                       exc_info=True)
-        return None
-
-
-#: which server and database a connection reaches (the server's start
-#: time, the database's oid and name): the catalog shares RelStorage's
-#: database when both connections say the same
-_IDENTITY = ("SELECT extract(epoch FROM pg_postmaster_start_time())::text, "
-             "d.oid::bigint, "
-             "d.datname FROM pg_database d WHERE d.datname = "
-             "current_database()")
-
-
-def _in_transaction(load):
-    """RelStorage's load connection is in a transaction it began (its
-    driver says so): the only state in which its snapshot is exported."""
-    if not getattr(load, "active", False):
-        return False
-    status = getattr(getattr(load, "connection", None),
-                     "get_transaction_status", None)
-    if status is None:  # a driver that cannot tell
-        return False
-    try:
-        return status() == _INTRANS
-    except Exception:  # noqa: B902 - a closed connection
-        return False
-
-
-#: psycopg2's TRANSACTION_STATUS_INTRANS (idle in a transaction)
-_INTRANS = 2
 
 
 # -- commits ------------------------------------------------------------------

@@ -66,6 +66,7 @@ from plone.pgcatalog.pg import agreement
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import sharing
 from plone.pgcatalog.pg import standby
 from plone.pgcatalog.pg import twophase
 from plone.pgcatalog.pg import writer as writer_module
@@ -136,12 +137,6 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
         self.facts = {}
         #: the facts asked with BEGIN (a cursor, read once the pipeline ends)
         self._facts_cursor = None
-        #: the storage's snapshot to import ("": none; None: not asked yet)
-        self.snapshot_id = None
-        #: this PostgreSQL transaction imported the storage's snapshot
-        self.shared = False
-        #: the storage shares the catalog's database (its snapshot was)
-        self.storage_shared = False
         #: the storage's PostgreSQL transaction id of this commit (xid8
         #: text), when it shares the database (tpc_vote)
         self.storage_xid = None
@@ -301,9 +296,11 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
         self.epoch += 1
         # facts about the snapshot are about this PostgreSQL transaction's
         self.facts = {}
-        if self.snapshot_id is None:
-            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
-            self.storage_shared = bool(self.snapshot_id)
+        self._ask_storage_snapshot()
+        if self.snapshot_id and self.snapshot_dsn != self.conn_dsn:
+            # the storage's snapshot is on a standby this transaction does
+            # not read on (it writes, or the standby failed)
+            self._unshare()
         self.shared = bool(self.snapshot_id)
         if self.snapshot_id:
             conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
@@ -397,6 +394,7 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
                     # is gone (a server restart ended it): this ZODB
                     # transaction's objects cannot be matched any more
                     self._contain(conn, exc, False)
+                    sharing.forget(self.dsn)
                     raise DatabaseUnavailable(
                         "the storage's snapshot ended before the catalog "
                         "could read in it (PostgreSQL restarted?); the "

@@ -139,21 +139,27 @@ def lag_of(standby, now=None):
     if standby.lag_at is not None and now - standby.lag_at < LAG_EVERY:
         return float("inf") if standby.lag is None else standby.lag
     standby.lag_at = now
+    row = ask(standby, LAG_SQL)
+    standby.lag = None if row is None else float(row[0])
+    return float("inf") if standby.lag is None else standby.lag
+
+
+def ask(standby, statement):
+    """The first row of constant ``statement`` run on a connection of the
+    standby's pool, or None: it could not be reached or failed (it is
+    paused)."""
     conn = checkout(standby.connect_dsn)
     if conn is None:
-        standby.lag = None
-        return float("inf")
+        return None
     try:
-        standby.lag = float(conn.execute(LAG_SQL, prepare=False)
-                            .fetchone()[0])
+        row = conn.execute(statement, prepare=False).fetchone()
         conn.rollback()
     except psycopg.Error as exc:
         db.discard(standby.connect_dsn, conn)
         failed(standby.connect_dsn, exc)
-        standby.lag = None
-        return float("inf")
+        return None
     db.checkin(standby.connect_dsn, conn)
-    return standby.lag
+    return row
 
 
 def checkout(standby_dsn):
@@ -241,7 +247,8 @@ class StandbyReads:
     """The part of :class:`~plone.pgcatalog.pg.session.CatalogSession`
     that reads on a standby (a mixin: it reads and changes the session's
     ``conn``, ``conn_dsn``, ``dsn``, ``begun``, ``epoch``, ``facts``,
-    ``snapshot_id``; the session's ``connection`` asks it where to read)."""
+    ``snapshot_id``, ``snapshot_dsn``; the session's ``connection`` asks
+    it where to read)."""
 
     @property
     def on_standby(self):
@@ -249,26 +256,30 @@ class StandbyReads:
         return self.conn_dsn != self.dsn
 
     def _standby_to_read(self):
-        """The standby this transaction may begin reading on, or None: a
-        transaction without writes whose catalogs' ZODB generations are
-        known (its snapshot is checked against them) and that does not
-        share the storage's snapshot (that is the primary's)."""
-        if not self.watched or self.has_writes or self.writes_sent or \
-                self.begun:
+        """The standby this transaction may begin reading on, or None.  A
+        transaction sharing the storage's snapshot reads where it is (a
+        standby RelStorage loads from, sharing.py; the primary: None).
+        Else a transaction without writes whose catalogs' ZODB generations
+        are known (its snapshot is checked against them)."""
+        if self.has_writes or self.writes_sent or self.begun:
             return None
         if not standbys_of(self.dsn):
             return None
-        if self.snapshot_id is None:
-            self.snapshot_id = db.storage_snapshot(self.dsn, self.jar) or ""
-            self.storage_shared = bool(self.snapshot_id)
+        self._ask_storage_snapshot()
         if self.snapshot_id:
+            return self.snapshot_dsn if self.snapshot_dsn != self.dsn \
+                else None
+        if not self.watched:
             return None
         return choose(self.dsn)
 
     def _leave_standby(self):
         """End the PostgreSQL transaction on the standby (reads only) and
         give its connection back: the next statement begins on the
-        primary."""
+        primary (in a snapshot of its own, when it shared the storage's
+        there)."""
+        if self.snapshot_dsn == self.conn_dsn:
+            self._unshare()
         conn, self.conn = self.conn, None
         conn_dsn, self.conn_dsn = self.conn_dsn, self.dsn
         self.begun = False
@@ -291,7 +302,7 @@ class StandbyReads:
         generation is known yet: a statement in it could not be checked,
         and a standby's snapshot may be older than anything the objects
         show."""
-        if self.on_standby and not self.watched:
+        if self.on_standby and not self.watched and not self.storage_shared:
             self._leave_standby()
 
     def _standby_failed(self, conn, exc, fresh):
@@ -304,6 +315,8 @@ class StandbyReads:
                 lost or (fresh and refused(exc))):
             return False
         failed(self.conn_dsn, exc)
+        if self.snapshot_dsn == self.conn_dsn:
+            self._unshare()
         if lost:
             self._drop_connection()
         else:

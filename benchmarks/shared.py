@@ -43,7 +43,10 @@ from plone.pgcatalog.testing.zopeapp import start_zope
 
 #: "pgcatalog-engine" is plone.pgcatalog with its result cache off (the
 #: engine), "pgcatalog" as installed (cache on)
-BACKENDS = ("zcatalog", "pgcatalog-engine", "pgcatalog")
+BACKENDS = ("zcatalog", "pgcatalog-engine", "pgcatalog", "pgcatalog-standby")
+#: what each backend is called in a table's header
+SHORT_NAMES = {"zcatalog": "zc", "pgcatalog-engine": "pe", "pgcatalog": "pg",
+               "pgcatalog-standby": "sb"}
 
 
 def is_pg(backend):
@@ -273,7 +276,8 @@ def scratch_database(name):
 # Child side: Zope on RelStorage
 # ---------------------------------------------------------------------------
 
-def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
+def start_backend(name, dsn, cache_size, env_items, workdir_prefix,
+                  ro_replica=None):
     """In a child process: set ``PGCATALOG_DSN`` (pgcatalog), apply the
     ``--env KEY=VALUE`` items, open RelStorage on ``dsn`` with the settings
     above and a ZODB cache of ``cache_size`` objects, and start Zope on it
@@ -281,7 +285,9 @@ def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
     ``plone.pgcatalog.testing.zopeapp``).  plone.autoinclude loads every installed
     Plone add-on (as in a real instance); for the ZCatalog backend
     plone.pgcatalog is left out so the stock site carries none of its
-    configuration.  Returns the database and the start-up seconds."""
+    configuration.  ``ro_replica``: a ``host:port`` RelStorage loads objects
+    from (its ``ro-replica-conf``).  Returns the database and the start-up
+    seconds."""
     with_pg = is_pg(name)
     if with_pg:
         os.environ["PGCATALOG_DSN"] = dsn
@@ -292,7 +298,12 @@ def start_backend(name, dsn, cache_size, env_items, workdir_prefix):
     workdir = tempfile.mkdtemp(prefix="%s%s-" % (workdir_prefix, name))
     atexit.register(shutil.rmtree, workdir, True)
     t0 = time.perf_counter()
-    db = open_relstorage(dsn, cache_size, workdir, **RELSTORAGE_SETTINGS)
+    settings = dict(RELSTORAGE_SETTINGS)
+    if ro_replica:
+        settings["ro_replica_conf"] = os.path.join(workdir, "ro-replicas")
+        with open(settings["ro_replica_conf"], "w") as conf:
+            conf.write(ro_replica + "\n")
+    db = open_relstorage(dsn, cache_size, workdir, **settings)
     start_zope(db, workdir, with_pgcatalog=with_pg)
     return db, time.perf_counter() - t0
 
@@ -312,16 +323,18 @@ def versions():
 # ---------------------------------------------------------------------------
 
 def stats(samples_ns):
-    """Median, nearest-rank p95, mean, min, max of nanosecond samples, in
-    ms ({} for no samples)."""
+    """Median, nearest-rank p95 and p99, mean, min, max of nanosecond
+    samples, in ms ({} for no samples)."""
     ms = sorted(s / 1e6 for s in samples_ns)
     if not ms:
         return {}
     p95 = ms[max(0, math.ceil(0.95 * len(ms)) - 1)]   # nearest rank
+    p99 = ms[max(0, math.ceil(0.99 * len(ms)) - 1)]
     return {
         "n": len(ms),
         "median_ms": statistics.median(ms),
         "p95_ms": p95,
+        "p99_ms": p99,
         "mean_ms": statistics.fmean(ms),
         "min_ms": ms[0],
         "max_ms": ms[-1],

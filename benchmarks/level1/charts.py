@@ -40,7 +40,9 @@ def write_charts(data, target):
                 if qid not in qids:
                     qids.append(qid)
     files = []
-    colors = {"zcatalog": "tab:orange", "pgcatalog": "tab:blue"}
+    colors = {"zcatalog": "tab:orange", "pgcatalog": "tab:blue",
+              "pgcatalog-engine": "tab:purple",
+              "pgcatalog-standby": "tab:green"}
     if qids:
         ncols = 4
         nrows = math.ceil((len(qids) + 1) / ncols)

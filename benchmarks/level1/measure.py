@@ -68,7 +68,8 @@ def run_query_process(args):
     backend = args.name
     plan = Plan(args.scale, args.seed)
     db, startup = shared.start_backend(
-        backend, args.dsn, args.cache_size, args.env, "pgcatalog-l1-")
+        backend, args.dsn, args.cache_size, args.env, "pgcatalog-l1-",
+        ro_replica=args.ro_replica)
     db.setPoolSize(max([8] + args.threads) + 2)
     log(backend, "query process: Zope started in %.1fs, cache-size %d"
          % (startup, args.cache_size))
@@ -141,6 +142,8 @@ def run_query_process(args):
                     if len(variants) > 1 else ""))
     if args.threads and not args.skip_concurrency:
         result["concurrency"] = run_concurrency(db, queries, args)
+    if shared.is_pg(backend):
+        result["standbys"] = _standby_share()
     result["pickle_cache_after"] = [
         {"size": c["size"], "non_ghost": c["ngsize"]}
         for c in db.cacheDetailSize()]
@@ -149,6 +152,17 @@ def run_query_process(args):
     db.close()
     write_json(args.result_file, result)
     log(backend, "query process done")
+
+
+def _standby_share():
+    """Where the read-only transactions of this process read the catalog:
+    ``{"primary": n, "standby": n}`` (standby.py's counts; both 0 without
+    standbys)."""
+    from plone.pgcatalog import config
+    from plone.pgcatalog.pg import standby
+    found = standby.status(config.get_dsn())
+    return {"primary": found["primary_served"],
+            "standby": sum(s["served"] for s in found["standbys"])}
 
 
 def _result_for_parity(db, plan, kind, query, sort_key, max_paths):

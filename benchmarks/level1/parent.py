@@ -7,6 +7,9 @@ import os
 import time
 import types
 
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import make_conninfo
+
 from plone.pgcatalog.testing import pgserver
 
 import shared
@@ -31,7 +34,17 @@ def run_parent(args):
         if args.concurrency_threads else []
     conc_scales = (parse_list(args.concurrency_scales)
                    if args.concurrency_scales else scales)
-    if args.private_server:
+    servers = None
+    if args.standby:
+        if args.private_server or args.reuse_databases:
+            raise SystemExit("--standby builds on a server of its own: not "
+                             "with --private-server or --reuse-databases")
+        # a primary and a streaming standby (testing/replication.py): what
+        # is built on the primary is replayed there
+        from plone.pgcatalog.testing.replication import ReplicatedServers
+        servers = ReplicatedServers(standbys=1)
+        server = servers.primary_dsn
+    elif args.private_server:
         server = private_server(args.private_server,
                                 args.max_locks_per_transaction)
     else:
@@ -121,6 +134,14 @@ def run_parent(args):
                                                            why))
                 else:
                     entry["query"] = query
+                if servers is not None and backend == "pgcatalog":
+                    routed, why = _routed_run(servers, name, cmd, env,
+                                              result_file)
+                    if routed is None:
+                        failures.append("pgcatalog-standby %d queries: %s"
+                                        % (scale, why))
+                    else:
+                        data[scale]["pgcatalog-standby"] = {"query": routed}
             finally:
                 os.unlink(result_file)
                 if entry:
@@ -147,6 +168,24 @@ def run_parent(args):
             parity=parity, table=report, charts=chart_files))
         log("wrote", args.output)
     return 1 if failures or not parity["ok"] else 0
+
+
+def _routed_run(servers, name, cmd, env, result_file):
+    """The query child ``cmd`` again, once the standby replayed the build,
+    as ``pgcatalog-standby``: the catalog's reads routed to the standby
+    (``PGCATALOG_STANDBY_DSNS``) and RelStorage loading from it
+    (``ro-replica-conf``), so the catalog reads in RelStorage's snapshot
+    there.  Its result and why it failed."""
+    servers.wait_for_replay()
+    standby_dsn = make_conninfo(servers.standby_dsns[0], dbname=name)
+    params = conninfo_to_dict(standby_dsn)
+    env = dict(env, PGCATALOG_STANDBY_DSNS=standby_dsn)
+    cmd = list(cmd)
+    cmd[cmd.index("--name") + 1] = "pgcatalog-standby"
+    cmd += ["--ro-replica", "%s:%s" % (params["host"],
+                                        params.get("port", 5432))]
+    log("pgcatalog-standby: the same queries, reads routed to the standby")
+    return shared.run_child(cmd, env, result_file)
 
 
 def run_merge(args):

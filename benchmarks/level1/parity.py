@@ -44,18 +44,22 @@ def check_parity(data, args):
                                                        q["lengths_varied"]))
         if len(have) < 2:
             continue
-        a, b = (per[x]["query"]["queries"] for x in have[:2])
-        for qid in a:
-            if qid not in b:
-                continue
-            for v, (qa, qb) in enumerate(zip(a[qid]["results"],
-                                             b[qid]["results"])):
-                where = "%d %s%s" % (scale, qid, "[%d]" % v
-                                     if len(a[qid]["results"]) > 1 else "")
-                problems.extend(_compare_results(
-                    where, have, qa, qb, a[qid]["sort_key"],
-                    a[qid]["variants"][v], notes))
-                checks += 1
+        # every backend's answers against the first's
+        a = per[have[0]]["query"]["queries"]
+        for other in have[1:]:
+            b = per[other]["query"]["queries"]
+            for qid in a:
+                if qid not in b:
+                    continue
+                for v, (qa, qb) in enumerate(zip(a[qid]["results"],
+                                                 b[qid]["results"])):
+                    where = "%d %s%s" % (scale, qid, "[%d]" % v
+                                         if len(a[qid]["results"]) > 1
+                                         else "")
+                    problems.extend(_compare_results(
+                        where, [have[0], other], qa, qb, a[qid]["sort_key"],
+                        a[qid]["variants"][v], notes))
+                    checks += 1
     return {"ok": not problems, "checks": checks, "problems": problems,
             "notes": notes}
 

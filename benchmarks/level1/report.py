@@ -3,6 +3,7 @@ build cost, the concurrency runs, the engine's targets, and the parity
 verdict."""
 from shared import BACKENDS
 from shared import RENDER_BRAINS
+from shared import SHORT_NAMES
 from shared import fmt
 from shared import load_line
 
@@ -61,6 +62,26 @@ def _q(per, backend, qid, mode="render", stat="median_ms"):
         return None
 
 
+def _routing(per):
+    """What routing reads to the standby changed (``--standby``): the share
+    of read-only transactions it served, and the p99 of every query's
+    ``len`` routed against every read on the primary."""
+    share = per["pgcatalog-standby"]["query"].get("standbys") or {}
+    total = share.get("primary", 0) + share.get("standby", 0)
+    pgq = per["pgcatalog"]["query"]["queries"]
+    worse = [(_q(per, "pgcatalog-standby", qid, "len", "p99_ms") or 0) -
+             (_q(per, "pgcatalog", qid, "len", "p99_ms") or 0)
+             for qid in pgq]
+    return [
+        "reads routed to the standby: %d of %d read-only transactions "
+        "(%.1f %%)" % (share.get("standby", 0), total,
+                       100.0 * share.get("standby", 0) / total
+                       if total else 0.0),
+        "routing's cost, len p99 routed minus primary only: at most "
+        "%+.2f ms (median over the queries %+.2f ms)" % (
+            max(worse), sorted(worse)[len(worse) // 2]) if worse else ""]
+
+
 def format_report(data, parity, failures, skipped, env_info, args):
     lines = []
     lines.append(
@@ -93,10 +114,13 @@ def format_report(data, parity, failures, skipped, env_info, args):
                          scale, RENDER_BRAINS))
         header = ["query", "count"]
         for b in names:
-            header += ["%s len" % b[:2], "%s page" % b[:2]]
-        both = len(names) == 2
+            header += ["%s len" % SHORT_NAMES[b], "%s page" % SHORT_NAMES[b]]
+        both = "zcatalog" in names and "pgcatalog" in names
         if both:
             header += ["pg/zc len", "pg/zc page"]
+        routed = "pgcatalog" in names and "pgcatalog-standby" in names
+        if routed:
+            header += ["sb-pg len p99"]
         rows = [header]
         for qid, q in any_q.items():
             cells = ["%s %s" % (qid, q["label"]), "%s%s" % (
@@ -111,6 +135,10 @@ def format_report(data, parity, failures, skipped, env_info, args):
                     zc = _q(per, "zcatalog", qid, mode)
                     pg = _q(per, "pgcatalog", qid, mode)
                     cells.append("%.2fx" % (pg / zc) if zc and pg else "-")
+            if routed:
+                pg = _q(per, "pgcatalog", qid, "len", "p99_ms")
+                sb = _q(per, "pgcatalog-standby", qid, "len", "p99_ms")
+                cells.append("%+.2f" % (sb - pg) if pg and sb else "-")
             rows.append(cells)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         lines.append("(* %d variants used in turn: other folders, items, "
@@ -137,6 +165,8 @@ def format_report(data, parity, failures, skipped, env_info, args):
                              % (", ".join("%s %.2fx" % (qid, r)
                                           for r, qid in over) or "none"))
             bar.extend(_bar(scale, pgq, per["pgcatalog"].get("build")))
+        if routed:
+            lines.extend(_routing(per))
     # build cost
     lines.append("")
     lines.append("== building the catalogs ==")

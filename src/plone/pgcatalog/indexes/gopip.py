@@ -5,6 +5,7 @@ GopipIndex does, so reordering a folder never leaves stale positions."""
 from Acquisition import aq_base
 from plone.folder.nogopip import GopipIndex
 from plone.folder.nogopip import traverse
+from plone.folder.ordered import OrderedBTreeFolderBase
 from Products.CMFCore.interfaces import ISiteRoot
 from zope.component import getUtility
 from zope.interface import implementer
@@ -51,9 +52,13 @@ class PGGopipIndex(PGIndex, GopipIndex):
                     if oid in order:
                         pos[path] = order[oid]
                 continue
-            getpos = getattr(base, "getObjectPosition", None)
+            if getattr(base, "getObjectPosition", None) is None:
+                for oid, path in children:
+                    pos[path] = 0
+                continue
+            position = _position_in(container, base)
             for oid, path in children:
-                pos[path] = container.getObjectPosition(oid) if getpos else 0
+                pos[path] = position(oid)
         return pos
 
     def pgc_order_token(self, paths):
@@ -66,6 +71,17 @@ class PGGopipIndex(PGIndex, GopipIndex):
         parent = parents.pop()
         root = getUtility(ISiteRoot).getPhysicalRoot()
         return (parent, tuple(_ids_in_order(traverse(root, parent))))
+
+
+def _position_in(container, base):
+    """``container.getObjectPosition``, as GopipIndex asks it for each
+    child; for a plone.folder folder that keeps plone.folder's method, its
+    ordering adapter's, looked up once (plone.folder's looks it up again
+    for every child: an adapter lookup on the object's schema each time)."""
+    if getattr(type(base), "getObjectPosition", None) is \
+            OrderedBTreeFolderBase.getObjectPosition:
+        return container.getOrdering().getObjectPosition
+    return container.getObjectPosition
 
 
 def _ids_in_order(container):

@@ -3,6 +3,7 @@
 Positions are asked from the parent folders at sort time, as plone.folder's
 GopipIndex does, so reordering a folder never leaves stale positions."""
 from Acquisition import aq_base
+from plone.folder.default import DefaultOrdering
 from plone.folder.nogopip import GopipIndex
 from plone.folder.nogopip import traverse
 from plone.folder.ordered import OrderedBTreeFolderBase
@@ -75,13 +76,27 @@ class PGGopipIndex(PGIndex, GopipIndex):
 
 def _position_in(container, base):
     """``container.getObjectPosition``, as GopipIndex asks it for each
-    child; for a plone.folder folder that keeps plone.folder's method, its
-    ordering adapter's, looked up once (plone.folder's looks it up again
-    for every child: an adapter lookup on the object's schema each time)."""
-    if getattr(type(base), "getObjectPosition", None) is \
+    child.  For a plone.folder folder that keeps plone.folder's methods the
+    same answers with the lookups made once per folder, not per child
+    (each is an adapter lookup on the object's schema): its ordering
+    adapter, and the default ordering's positions (what its
+    ``getObjectPosition`` reads; an id it lacks still gets that method's
+    answer, its error)."""
+    if getattr(type(base), "getObjectPosition", None) is not \
             OrderedBTreeFolderBase.getObjectPosition:
-        return container.getOrdering().getObjectPosition
-    return container.getObjectPosition
+        return container.getObjectPosition
+    ordering = container.getOrdering()
+    if type(ordering).getObjectPosition is not \
+            DefaultOrdering.getObjectPosition:
+        return ordering.getObjectPosition
+    positions = ordering._pos()
+
+    def position(oid):
+        if oid in positions:
+            return positions[oid]
+        return ordering.getObjectPosition(oid)
+
+    return position
 
 
 def _ids_in_order(container):

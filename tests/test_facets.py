@@ -246,6 +246,44 @@ class TestFacets(unittest.TestCase):
         self.assertEqual([v for v, _n in found["values"]], [
             "past-month", "past-week", "next-week", "next-month"])
 
+    def test_hot_facets_are_read_from_the_key_sets(self):
+        """Hot indexes (portal_type, Subject, review_state) are counted from
+        the matches' key sets in one statement, with the search inside it:
+        no entry read, no rid sent."""
+        self.as_user("anonymous")
+        got, sent = statements(self.catalog, lambda: self.catalog.pgc_facets(
+            {"portal_type": "Document"},
+            facets={"Subject": None, "review_state": None,
+                    "portal_type": {"disjunctive": False}}))
+        self.assertEqual(dict(got["review_state"]["values"]),
+                         self.by_hand({"portal_type": "Document"},
+                                      "review_state"))
+        self.assertEqual(dict(got["Subject"]["values"]),
+                         self.by_hand({"portal_type": "Document"}, "Subject"))
+        counting = [text for text in sent if "pgcatalog_hot_sets" in text
+                    and "unnest(c.keys)" in text]
+        self.assertEqual(len(counting), 1, sent)
+        self.assertNotIn("pgcatalog_entries", counting[0])
+        self.assertNotIn("bigint[]", counting[0])
+
+    def test_values_without_key_are_counted(self):
+        """A hot index's value the hot row has no key for (a subject of
+        more than 400 characters) is counted from the entry, beside the
+        others, exactly."""
+        long_subject = " ".join(["long"] * 90)
+        self.portal.f0.d0.setSubject(["alpha", long_subject])
+        self.portal.f0.d0.reindexObject()
+        processQueue()
+        for who in ("manager", "anonymous"):
+            self.as_user(who)
+            got = self.catalog.pgc_facets({}, facets=["Subject",
+                                                      "portal_type"])
+            expected = self.by_hand({}, "Subject")
+            self.assertIn(long_subject, expected)
+            self.assertEqual(dict(got["Subject"]["values"]), expected)
+            self.assertEqual(dict(got["portal_type"]["values"]),
+                             self.by_hand({}, "portal_type"))
+
     def test_bad_requests(self):
         self.as_user("manager")
         for facets in (["no_such_index"], ["SearchableText"], ["path"],

@@ -435,3 +435,49 @@ def test_a_process_checks_once_and_caches(database, monkeypatch):
         pool = db._pools.pop(dsn, None)
         if pool is not None:
             pool.close()
+
+
+def test_upgrade_marks_hot_values_without_key(conn):
+    """Schema version 3: a hot value without key (not a string, too long)
+    leaves a mark in its entry's hot row (the index's code and chr(28)),
+    for the entries of before the upgrade and after it; the key sets and
+    their counts follow."""
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v2.sql"))
+    long_word = "x" * 401
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/n', 2, '{\"portal_type\": 5}'), "
+        "(1, '/plone/s', 2, %s), "
+        "(1, '/plone/k', 2, '{\"portal_type\": \"News\", \"Subject\": []}')",
+        (psycopg.types.json.Jsonb({"portal_type": "Page",
+                                   "Subject": ["a", long_word]}),))
+
+    def keys():
+        return dict(conn.execute(
+            "SELECT e.path, array_to_string(h.keys, ',') FROM "
+            "pgcatalog_entries e LEFT JOIN pgcatalog_hot h ON h.rid = e.rid "
+            "WHERE e.path IN ('/plone/n', '/plone/s', '/plone/k', "
+            "'/plone/later')").fetchall())
+
+    # version 2: nothing says a value was left out
+    assert keys() == {"/plone/n": None, "/plone/s": "1\x1fPage,2\x1fa",
+                      "/plone/k": "1\x1fNews"}
+    migrations.apply(conn)
+    assert keys() == {"/plone/n": "1\x1c",
+                      "/plone/s": "1\x1fPage,2\x1c,2\x1fa",
+                      "/plone/k": "1\x1fNews"}
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/later', 2, '{\"portal_type\": [\"a\"]}')")
+    assert keys()["/plone/later"] == "1\x1c"
+    # the key sets hold the marks; their counts add up
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_hot h JOIN pgcatalog_hot_sets s ON "
+        "s.sid = h.sid WHERE s.keys <> pgcatalog_hot_set_keys(h.cid, h.keys)"
+    ).fetchone()[0] == 0
+    assert conn.execute(
+        "SELECT a.sid, a.n, k.n FROM (SELECT sid, count(*) AS n FROM "
+        "pgcatalog_hot GROUP BY 1) a FULL JOIN (SELECT sid, sum(n) AS n FROM "
+        "pgcatalog_hot_counts GROUP BY 1) k ON k.sid = a.sid WHERE "
+        "coalesce(a.n, 0) <> coalesce(k.n, 0)").fetchall() == []

@@ -30,7 +30,6 @@ from plone.pgcatalog.pg import outside
 from plone.pgcatalog.pg import textstats
 from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import ident
-from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
@@ -446,37 +445,6 @@ class CatalogStore(outside.EntriesOutside):
             "SELECT {} AS v, count(*) FROM {} WHERE e.cid = {} AND e.idx ? {}"
             " AND {} GROUP BY 1", key, schema.FROM_ENTRIES, self.cid,
             index.getId(), among))
-
-    def values_counts(self, indexes, rids):
-        """``[[(raw value, documents)], ...]``: :meth:`value_counts` of
-        each of ``indexes`` over the entries ``rids``, in one statement
-        (the entries read once, only the indexes' values kept)."""
-        if not indexes:
-            return []
-        keys, counts = [], []
-        for n, index in enumerate(indexes):
-            key = index.pgc_key_sql()
-            column = q("k{}", literal(n))
-            if index.pgc_multi:
-                keys.append(q("{} AS {}", lists.expanded_sql(key), column))
-                counts.append(q(
-                    "SELECT {}, v, count(*) FROM m, jsonb_array_elements("
-                    "CASE WHEN jsonb_typeof({}) = 'array' THEN {} END) AS v "
-                    "GROUP BY v", literal(n), column, column))
-            else:
-                keys.append(q("CASE WHEN e.idx ? {} THEN {} END AS {}",
-                              index.getId(), key, column))
-                counts.append(q(
-                    "SELECT {}, {}, count(*) FROM m WHERE {} IS NOT NULL "
-                    "GROUP BY 2", literal(n), column, column))
-        rows = self.rows(q(
-            "WITH m AS MATERIALIZED (SELECT {} FROM {} WHERE e.cid = {} AND "
-            "e.rid = ANY({})) {}", join(", ", keys), schema.FROM_ENTRIES,
-            self.cid, list(rids), join(" UNION ALL ", counts)))
-        found = [[] for _index in indexes]
-        for n, value, count in rows:
-            found[n].append((value, count))
-        return found
 
     def distinct_values(self, index, cap=SORT_INDEX_SIZE_CAP):
         """Distinct values of ``index``, counted up to ``cap``."""

@@ -1,15 +1,17 @@
 """Facet counts: for named indexes, the values a search's matches hold and
 how many matches hold each (``portal_catalog.pgc_facets``, docs/facets.md).
 
-The matches are the search's own (:func:`run.matching_rids`: the same
-compiled plan or cached answer, the query after CMFPlone's security
-additions), read in the transaction's snapshot; each facet is then one
-statement counting the values of those entries (``store.value_counts``).
-So a count is what the search would list, for the user who asks, at the
-moment the page's results are read.  Counts are kept per process as the
-result cache keeps answers (``store.stamped`` under the search's cache
-key): found, they cost no statement, and an edit changes only the counts
-that read what it changed.
+The matches are the search's own (:func:`run.matches_of`: the cached
+answer's rids, or the same compiled plan's statement, run inside the
+counting statement), the query after CMFPlone's security additions, read
+in the transaction's snapshot; the facets of one search are counted in
+one statement per kind (``facetcounts``: hot indexes from the matches'
+key sets, others from the entries).  So a count is what the search would
+list, for the user who asks, at the moment the page's results are read.
+Counts are kept per process as the result cache keeps answers
+(``store.stamped`` under the search's cache key): found, they cost no
+statement, and an edit changes only the counts that read what it
+changed.
 
 A facet whose index the query names is counted by default as if that
 condition were not there (``disjunctive``: the usual drill-down, where a
@@ -23,10 +25,11 @@ from DateTime import DateTime
 from Products.PluginIndexes.interfaces import IDateRangeIndex
 
 from plone.pgcatalog.codec import core as codec
+from plone.pgcatalog.pg import facetcounts
 from plone.pgcatalog.search.cache import key_for
 from plone.pgcatalog.search.query import unbatched
 from plone.pgcatalog.search.query import unsorted
-from plone.pgcatalog.search.run import matching_rids
+from plone.pgcatalog.search.run import matches_of
 
 #: the index kinds whose values are counted
 COUNTED = ("FieldIndex", "KeywordIndex", "BooleanIndex", "UUIDIndex")
@@ -123,7 +126,7 @@ class Facet:
     def tally(self, raw_counts):
         """``{"values": [(value, count)...], "total": distinct values}``
         from the index's stored values and their counts over the matches
-        (``store.values_counts``)."""
+        (``facetcounts.values_counts``)."""
         counts = [(codec.decode(raw), n) for raw, n in raw_counts]
         if self.buckets is not None:
             inside = _overlaps if self.ranged else _within
@@ -269,11 +272,15 @@ def facet_counts(tool, store, query, facets):
 
     def counts_of(left_out, searched):
         # every facet of the search at once: its matches read once, the
-        # entries once (store.values_counts)
-        rids = matching_rids(tool, store, searched)
+        # entries once (facetcounts.values_counts)
+        # (a statement of the matches' rids when the result cache does
+        # not hold them: counted without sending them to and fro)
+        matches = matches_of(tool, store, searched)
         group = groups[left_out]
-        found = store.values_counts([f.index for f in group], rids) \
-            if rids else [[] for _f in group]
+        found = facetcounts.values_counts(
+            store, [f.index for f in group], matches) \
+            if not isinstance(matches, list) or matches else \
+            [[] for _f in group]
         for facet, raw in zip(group, found):
             counted_now[facet.name] = facet.tally(raw)
 

@@ -32,6 +32,7 @@ index lookup whatever the value, prepared (``compiler.unique_lookup``).
 """
 
 from plone.pgcatalog.pg import estimates
+from plone.pgcatalog.pg.facetcounts import Matched
 from plone.pgcatalog.pg.fragment import ident
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
@@ -174,6 +175,13 @@ class Plan:
     ``run(tool, store)`` the result sequence over it."""
 
     cacheable = True
+    #: the subtrees' paths the plan read as one range each, right while no
+    #: entry lies outside the site (compiler.compile_search; run.py asks)
+    assumed_inside = ()
+    #: the matches as statements (facetcounts.Matched: what facet counts
+    #: read them from without sending their ids), or None when the plan
+    #: has none
+    matched = None
 
     def answer(self, store):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -310,6 +318,9 @@ class EveryMatch(Plan):
         #: every match (count, rids): a big answer's rest (lazy.py)
         self.every = q("SELECT count(*), array_agg({}) FROM {} WHERE {}",
                        rid, source, where)
+        self.matched = Matched(
+            q("SELECT {} AS rid FROM {} WHERE {}", rid, source, where),
+            where if source == schema.FROM_HOT else None)
         self.statement = with_small_metadata(self.every, 2, 1) \
             if prepare else self.every
         # ``keys_where``: the same matches in a form the planner can

@@ -72,6 +72,22 @@ def matching_rids(tool, store, query):
     return list(answer.rids)
 
 
+def matches_of(tool, store, query):
+    """``query``'s matches (its sort and batch keys left out) as facet
+    counts read them: the rids of the result cache's answer when it holds
+    it, else the compiled plan's statement of every match's rid (a
+    Fragment: counted in PostgreSQL, the ids never sent to Python and
+    back), else the rids the plan answers."""
+    query = unsorted(unbatched(query))
+    window = batch_window(query)
+    cache, key = key_for(tool, store, query)
+    if key is None or cache.get(key) is None:
+        plan = compile_search(tool._catalog, query, store, window)
+        if plan.matched is not None and not plan.assumed_inside:
+            return plan.matched
+    return matching_rids(tool, store, query)
+
+
 def answer_of(tool, store, query, window):
     """The compiled plan's answer, timed (compiling included) for the
     slow-query log."""
@@ -81,7 +97,7 @@ def answer_of(tool, store, query, window):
         plan = compile_search(tool._catalog, query, store, window)
         answer = plan.answer(store)
         if any(store.entries_outside(path)
-               for path in getattr(plan, "assumed_inside", ())):
+               for path in plan.assumed_inside):
             # a subtree was read as one range, but an entry lies outside
             # the site (asked with the statement): again, knowing it
             plan = compile_search(tool._catalog, query, store, window)

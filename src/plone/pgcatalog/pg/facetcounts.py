@@ -1,0 +1,166 @@
+"""The values of indexes over a search's matches, and how many matches
+hold each: what facet counts are made of (search/facets.py).
+
+Hot indexes are read from the matches' key sets, the others from the
+entries, each kind in one statement.  A hot row names its key set (``sid``: the keys of the indexes in the
+sets) and its free keys' set (``kid``: ``Subject``'s by default); a set's
+keys never change.  So the values of the hot indexes over a search's
+matches are counted by grouping the matches' narrow hot rows by set, then
+adding each set's count to each of its keys: a few thousand sets where
+the entries' wide rows were tens of thousands (docs/facets.md).
+
+A value the hot row has no key for (not a string, longer than 400
+characters; a boolean index's value that is not a boolean) is marked in
+it since schema version 3 (the index's code and ``chr(28)``,
+``v0003_hot_unkeyed``): an index whose mark a match holds is counted from
+the entries instead.  An entry without any hot value has no hot row and
+adds nothing, as it holds no value to count.
+
+The matches come as a list of rids (the result cache's answer) or as the
+search plan's statements (:class:`Matched`): then the search runs inside
+the counting statement, its ids never sent to Python and back.
+"""
+import re
+
+from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import lists
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
+
+#: after an index's code in its key: a string value, a boolean value, the
+#: mark of a value without key
+KEY_SEP = hot.SEP
+BOOL_SEP = hot.BOOL_SEP
+UNKEYED = "\x1c"
+#: a key: the index's code, what follows it, the value
+_KEY = re.compile("([^\x1c-\x1f]*)([\x1c-\x1f])(.*)", re.S)
+
+
+def countable(index, cid):
+    """Whether catalog ``cid``'s key sets (or free keys' sets) hold every
+    value of ``index`` a facet counts: a hot index of strings or booleans
+    whose keys are registered in the sets."""
+    return IHotKind.providedBy(index) and \
+        index.pgc_hot_kind in ("keys", "bool") and \
+        hot.ready(index, cid) and hot.kept_in(index, cid) is not None
+
+
+class Matched:
+    """A search's matches as statements (``plans.Plan.matched``):
+    ``rids``, one column ``rid``, a row per match; ``hot_where``, when the
+    plan reads only the hot rows ``h``, its condition over them (the hot
+    rows' sets are then read in the same scan), or None."""
+
+    __slots__ = ("rids", "hot_where")
+
+    def __init__(self, rids, hot_where=None):
+        self.rids = rids
+        self.hot_where = hot_where
+
+
+def among(rid, matches):
+    """The condition "``rid`` (a Fragment: a column) is one of
+    ``matches``": a list of rids, or :class:`Matched`."""
+    if isinstance(matches, Matched):
+        return q("{} IN (SELECT x.rid FROM ({}) x)", rid, matches.rids)
+    return q("{} = ANY({}::bigint[])", rid, list(matches))
+
+
+def values_counts(store, indexes, rids):
+    """``[[(raw value, documents)], ...]``: the values of each of
+    ``indexes`` over the entries ``rids`` (see :func:`among`) and how many
+    of them hold each.  Hot indexes (:func:`countable`) are counted from
+    the matches' key sets, the others, and a hot index a match holds a
+    value without key of, from the entries."""
+    found = [None] * len(indexes)
+    on_sets = [n for n, index in enumerate(indexes)
+               if countable(index, store.cid)]
+    if on_sets:
+        counted, unkeyed = sets_values_counts(
+            store, [indexes[n] for n in on_sets], rids)
+        for m, n in enumerate(on_sets):
+            if m not in unkeyed:
+                found[n] = counted[m]
+    rest = [n for n, counts in enumerate(found) if counts is None]
+    for n, counts in zip(rest, entries_values_counts(
+            store, [indexes[n] for n in rest], rids)):
+        found[n] = counts
+    return found
+
+
+def entries_values_counts(store, indexes, rids):
+    """``[[(raw value, documents)], ...]`` of each of ``indexes`` over the
+    entries ``rids``, read from the entries in one statement (the entries
+    read once, only the indexes' values kept)."""
+    if not indexes:
+        return []
+    keys, counts = [], []
+    for n, index in enumerate(indexes):
+        key = index.pgc_key_sql()
+        column = q("k{}", literal(n))
+        if index.pgc_multi:
+            keys.append(q("{} AS {}", lists.expanded_sql(key), column))
+            counts.append(q(
+                "SELECT {}, v, count(*) FROM m, jsonb_array_elements("
+                "CASE WHEN jsonb_typeof({}) = 'array' THEN {} END) AS v "
+                "GROUP BY v", literal(n), column, column))
+        else:
+            keys.append(q("CASE WHEN e.idx ? {} THEN {} END AS {}",
+                          index.getId(), key, column))
+            counts.append(q(
+                "SELECT {}, {}, count(*) FROM m WHERE {} IS NOT NULL "
+                "GROUP BY 2", literal(n), column, column))
+    rows = store.rows(q(
+        "WITH m AS MATERIALIZED (SELECT {} FROM {} WHERE e.cid = {} AND "
+        "{}) {}", join(", ", keys), schema.FROM_ENTRIES, store.cid,
+        among(q("e.rid"), rids), join(" UNION ALL ", counts)))
+    found = [[] for _index in indexes]
+    for n, value, count in rows:
+        found[n].append((value, count))
+    return found
+
+
+def sets_values_counts(store, indexes, rids):
+    """``([[(raw value, documents)], ...], unkeyed)``: the values of each
+    of ``indexes`` (:func:`countable` ones) over the entries ``rids`` (see
+    :func:`among`) and
+    how many of them hold each, read from their hot rows' sets in one
+    statement; ``unkeyed``: the positions of the indexes a match holds a
+    value without key of (to be counted from the entries)."""
+    codes = {hot.code(index, store.cid): n for n, index in enumerate(indexes)}
+    where = rids.hot_where if isinstance(rids, Matched) else None
+    if where is None:
+        where = among(q("h.rid"), rids)
+    # the free keys' sets only when a facet's keys are there (the sets'
+    # ids alone: an index-only scan of the hot rows' sets B-tree)
+    free = any(hot.kept_in(index, store.cid) == "free" for index in indexes)
+    hot_rows = q("SELECT h.sid, {} AS kid FROM {} WHERE {}",
+                 q("h.kid") if free else q("NULL::integer"), schema.FROM_HOT,
+                 where)
+    rows = store.rows(q(
+        "WITH m AS MATERIALIZED ({}), "
+        "c AS (SELECT s.keys, g.n FROM (SELECT m.sid, count(*) AS n FROM m "
+        "WHERE m.sid IS NOT NULL GROUP BY m.sid) g JOIN {} s ON s.sid = "
+        "g.sid UNION ALL SELECT f.keys, g.n FROM (SELECT m.kid, count(*) AS "
+        "n FROM m WHERE m.kid IS NOT NULL GROUP BY m.kid) g JOIN {} f ON "
+        "f.kid = g.kid), "
+        "k AS (SELECT k.k, c.n FROM c, unnest(c.keys) AS k(k)) "
+        "SELECT k.k, sum(k.n)::bigint FROM k WHERE substring(k.k FROM "
+        "'^[^\\x1c-\\x1f]*') = ANY({}::text[]) GROUP BY k.k",
+        hot_rows, schema.HOT_SETS_TABLE,
+        schema.HOT_FREE_SETS_TABLE, sorted(codes)))
+    found = [[] for _index in indexes]
+    unkeyed = set()
+    for key, count in rows:
+        code, mark, value = _KEY.match(key).groups()
+        n = codes[code]
+        if mark == UNKEYED:
+            unkeyed.add(n)
+        elif mark == BOOL_SEP:
+            found[n].append((value == "true", count))
+        else:
+            found[n].append((value, count))
+    return found, unkeyed

@@ -94,7 +94,10 @@ class TestFacets(unittest.TestCase):
                 if n % 7 == 0:
                     # expired: Anonymous and Members no longer find it
                     doc.setExpirationDate(DateTime() - 1)
-                doc.setEffectiveDate(DateTime() - n)
+                # (one published in two days: Anonymous does not find it
+                # yet)
+                doc.setEffectiveDate(DateTime() + 2 if n == 10
+                                     else DateTime() - n)
                 doc.reindexObject()
         processQueue()
         self.manager = self.portal.acl_users.getUserById(TEST_USER_ID)
@@ -199,7 +202,9 @@ class TestFacets(unittest.TestCase):
                             if minutes(d.effective()) >= minutes(week)])),
             ("older", len([d for d in docs
                            if minutes(d.effective()) < minutes(week)])),
-            ("past-year", len(docs))]
+            # (not the one published in two days)
+            ("past-year", len([d for d in docs
+                               if d.effective() <= DateTime()]))]
         self.assertEqual(got["effective"]["values"], expected)
         self.assertTrue(expected[0][1] and expected[1][1])
         self.assertEqual(got["effective"]["total"], 3)
@@ -265,6 +270,37 @@ class TestFacets(unittest.TestCase):
         self.assertEqual(len(counting), 1, sent)
         self.assertNotIn("pgcatalog_entries", counting[0])
         self.assertNotIn("bigint[]", counting[0])
+
+    @HYPOTHESIS
+    @given(query=queries, who=users)
+    def test_counts_of_the_key_sets_alone(self, query, who):
+        """Facets whose keys are all in the key sets (portal_type,
+        review_state): counted from the sets' kept counts when every
+        condition of the search is on them."""
+        self.as_user(who)
+        got = self.catalog.pgc_facets(query, facets=["portal_type",
+                                                     "review_state"])
+        for name in ("portal_type", "review_state"):
+            own = {k: v for k, v in query.items() if k != name}
+            self.assertEqual(dict(got[name]["values"]),
+                             self.by_hand(own, name), (who, query, name))
+
+    def test_key_sets_counted_from_their_kept_counts(self):
+        for who in ("anonymous", "manager"):
+            self.as_user(who)
+            got, sent = statements(
+                self.catalog, lambda: self.catalog.pgc_facets(
+                    {"portal_type": "Document"},
+                    facets=["review_state", "portal_type"]))
+            for name in ("review_state", "portal_type"):
+                own = {"portal_type": "Document"} \
+                    if name == "review_state" else {}
+                self.assertEqual(dict(got[name]["values"]),
+                                 self.by_hand(own, name), (who, name))
+            counting = [text for text in sent if "unnest(c.keys)" in text]
+            self.assertEqual(len(counting), 2, sent)
+            for text in counting:
+                self.assertIn("pgcatalog_hot_counts", text)
 
     def test_values_without_key_are_counted(self):
         """A hot index's value the hot row has no key for (a subject of

@@ -27,6 +27,7 @@ from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import or_
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
@@ -52,13 +53,17 @@ class Matched:
     """A search's matches as statements (``plans.Plan.matched``):
     ``rids``, one column ``rid``, a row per match; ``hot_where``, when the
     plan reads only the hot rows ``h``, its condition over them (the hot
-    rows' sets are then read in the same scan), or None."""
+    rows' sets are then read in the same scan), or None; ``kept``, when
+    the sets' kept counts count the matches (``hot.kept``), the hot
+    conditions (``hot.set_counts`` counts each set's matches), or
+    None."""
 
-    __slots__ = ("rids", "hot_where")
+    __slots__ = ("rids", "hot_where", "kept")
 
-    def __init__(self, rids, hot_where=None):
+    def __init__(self, rids, hot_where=None, kept=None):
         self.rids = rids
         self.hot_where = hot_where
+        self.kept = kept
 
 
 def among(rid, matches):
@@ -131,27 +136,43 @@ def sets_values_counts(store, indexes, rids):
     statement; ``unkeyed``: the positions of the indexes a match holds a
     value without key of (to be counted from the entries)."""
     codes = {hot.code(index, store.cid): n for n, index in enumerate(indexes)}
-    where = rids.hot_where if isinstance(rids, Matched) else None
-    if where is None:
-        where = among(q("h.rid"), rids)
-    # the free keys' sets only when a facet's keys are there (the sets'
-    # ids alone: an index-only scan of the hot rows' sets B-tree)
+    #: the free keys' sets only when a facet's keys are there
     free = any(hot.kept_in(index, store.cid) == "free" for index in indexes)
-    hot_rows = q("SELECT h.sid, {} AS kid FROM {} WHERE {}",
-                 q("h.kid") if free else q("NULL::integer"), schema.FROM_HOT,
-                 where)
+    if isinstance(rids, Matched) and rids.kept is not None and not free:
+        # every condition on the key sets: each set's matches from its
+        # kept counts, no hot row read (but those a range takes off)
+        per_set = hot.set_counts(store.cid, rids.kept)
+        counted = q("SELECT s.keys, g.n FROM ({}) g JOIN {} s ON s.sid = "
+                    "g.sid WHERE g.n > 0", per_set, schema.HOT_SETS_TABLE)
+    else:
+        where = rids.hot_where if isinstance(rids, Matched) else None
+        if where is None:
+            where = among(q("h.rid"), rids)
+        if free:
+            counted = q(
+                "WITH m AS MATERIALIZED (SELECT h.sid, h.kid FROM {} WHERE "
+                "{}) SELECT s.keys, g.n FROM (SELECT m.sid, count(*) AS n "
+                "FROM m WHERE m.sid IS NOT NULL GROUP BY m.sid) g JOIN {} s "
+                "ON s.sid = g.sid UNION ALL SELECT f.keys, g.n FROM (SELECT "
+                "m.kid, count(*) AS n FROM m WHERE m.kid IS NOT NULL GROUP BY "
+                "m.kid) g JOIN {} f ON f.kid = g.kid", schema.FROM_HOT, where,
+                schema.HOT_SETS_TABLE, schema.HOT_FREE_SETS_TABLE)
+        else:
+            # the sets' ids alone: an index-only scan of their B-tree
+            counted = q(
+                "SELECT s.keys, g.n FROM (SELECT h.sid, count(*) AS n FROM {} "
+                "WHERE {} AND h.sid IS NOT NULL GROUP BY h.sid) g JOIN {} s "
+                "ON s.sid = g.sid", schema.FROM_HOT, where,
+                schema.HOT_SETS_TABLE)
+    # each index's keys: its code, then a character below the space
+    # (KEY_SEP, BOOL_SEP, UNKEYED), compared as the keys' collation "C"
+    # orders them (a code is digits)
+    wanted = or_(*[q("(k.k >= {} AND k.k < {})", code + UNKEYED, code + " ")
+                   for code in sorted(codes)])
     rows = store.rows(q(
-        "WITH m AS MATERIALIZED ({}), "
-        "c AS (SELECT s.keys, g.n FROM (SELECT m.sid, count(*) AS n FROM m "
-        "WHERE m.sid IS NOT NULL GROUP BY m.sid) g JOIN {} s ON s.sid = "
-        "g.sid UNION ALL SELECT f.keys, g.n FROM (SELECT m.kid, count(*) AS "
-        "n FROM m WHERE m.kid IS NOT NULL GROUP BY m.kid) g JOIN {} f ON "
-        "f.kid = g.kid), "
-        "k AS (SELECT k.k, c.n FROM c, unnest(c.keys) AS k(k)) "
-        "SELECT k.k, sum(k.n)::bigint FROM k WHERE substring(k.k FROM "
-        "'^[^\\x1c-\\x1f]*') = ANY({}::text[]) GROUP BY k.k",
-        hot_rows, schema.HOT_SETS_TABLE,
-        schema.HOT_FREE_SETS_TABLE, sorted(codes)))
+        "SELECT k.k, sum(c.n)::bigint FROM ({}) c(keys, n), unnest(c.keys) "
+        "AS k(k) WHERE {} GROUP BY k.k HAVING sum(c.n) > 0", counted,
+        wanted))
     found = [[] for _index in indexes]
     unkeyed = set()
     for key, count in rows:

@@ -19,6 +19,7 @@ from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import Fragment
 from plone.pgcatalog.pg.fragment import and_
 from plone.pgcatalog.pg.fragment import ident
+from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import or_
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
@@ -479,6 +480,36 @@ def count(cid, conditions):
              "min(k.first), (SELECT i.ids FROM i) AS ids FROM {} k WHERE "
              "k.sid = ANY((SELECT i.ids FROM i)::integer[])",
              _set_ids(cid, keys), total, schema.HOT_COUNTS_TABLE)
+
+
+def set_counts(cid, conditions):
+    """A statement of ``(sid, n)``: how many hot rows of each key set meet
+    the hot conditions of a query (:func:`kept` ones), from the sets' kept
+    counts, a set's rows read only where :func:`count` reads them (beside
+    a range holding a term: the open ranges starting after it, the
+    others).  ``n`` may be 0."""
+    conditions = _meaningful(conditions)
+    keys = [c for c in conditions if not isinstance(c, Ranged)]
+    ranged = [c for c in conditions if isinstance(c, Ranged)]
+    mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
+    kept_rows = q("SELECT k.sid, k.n FROM {} k WHERE k.sid = ANY((SELECT "
+                  "i.ids FROM i)::integer[])", schema.HOT_COUNTS_TABLE)
+    if not ranged:
+        parts = [kept_rows]
+    elif ranged[0].present:
+        parts = [q("{} AND k.cls > 0", kept_rows)]
+    else:
+        term = ranged[0].term
+        parts = [q("{} AND k.cls = 1", kept_rows),
+                 q("SELECT h.sid, -count(*) FROM {} WHERE {} AND h.lo > {} "
+                   "AND {} GROUP BY h.sid", schema.FROM_HOT, mine, term,
+                   OPEN),
+                 q("SELECT h.sid, count(*) FROM {} WHERE {} AND {} AND {} "
+                   "GROUP BY h.sid", schema.FROM_HOT, mine, CLOSED,
+                   ranged[0].fragment)]
+    return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT x.sid, "
+             "sum(x.n)::bigint AS n FROM ({}) x(sid, n) GROUP BY x.sid",
+             _set_ids(cid, keys), join(" UNION ALL ", parts))
 
 
 # -- registering ------------------------------------------------------------

@@ -219,7 +219,8 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions):
                 keys_where=hot_keys, counted=counted,
                 # the sets' ids the kept count found
                 whole_where=hot.where(store.cid, hot_forms,
-                                      ids=q("k.ids")) if counted else None)
+                                      ids=q("k.ids")) if counted else None,
+                kept=hot_forms if counted else None)
         trees = subtrees_alone(conditions, qc, store)
         if trees is not None:
             return trees

@@ -291,16 +291,20 @@ class TestFacets(unittest.TestCase):
             got, sent = statements(
                 self.catalog, lambda: self.catalog.pgc_facets(
                     {"portal_type": "Document"},
-                    facets=["review_state", "portal_type"]))
-            for name in ("review_state", "portal_type"):
-                own = {"portal_type": "Document"} \
-                    if name == "review_state" else {}
+                    facets=["review_state", "portal_type", "Subject"]))
+            for name in ("review_state", "portal_type", "Subject"):
+                own = {} if name == "portal_type" else \
+                    {"portal_type": "Document"}
                 self.assertEqual(dict(got[name]["values"]),
                                  self.by_hand(own, name), (who, name))
             counting = [text for text in sent if "unnest(c.keys)" in text]
             self.assertEqual(len(counting), 2, sent)
             for text in counting:
                 self.assertIn("pgcatalog_hot_counts", text)
+                self.assertNotIn("pgcatalog_entries", text)
+            # the tags from their counts per set (schema version 4)
+            self.assertTrue(any("pgcatalog_hot_key_counts" in text
+                                for text in counting), counting)
 
     def test_values_without_key_are_counted(self):
         """A hot index's value the hot row has no key for (a subject of

@@ -138,7 +138,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_indexes", "pgcatalog_lists", "pgcatalog_hot",
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
-        "pgcatalog_hot_free_sets", "pgcatalog_langtext"])
+        "pgcatalog_hot_free_sets", "pgcatalog_langtext",
+        "pgcatalog_hot_key_counts"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -198,6 +199,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_kid"]
     # the free keys' sets in a table of their own
     assert "USING gin (keys)" in indexes["pgcatalog_hot_free_sets_keys"]
+    # the free keys counted per set (schema version 4)
+    assert "(sid, cls) INCLUDE (key, n)" in indexes[
+        "pgcatalog_hot_key_counts_sid"]
+    assert columns[("pgcatalog_hot_key_counts", "key")][2] == "C"
     assert columns[("pgcatalog_hot_free_sets", "keys")][2] == "C"
 
 
@@ -481,3 +486,52 @@ def test_upgrade_marks_hot_values_without_key(conn):
         "pgcatalog_hot GROUP BY 1) a FULL JOIN (SELECT sid, sum(n) AS n FROM "
         "pgcatalog_hot_counts GROUP BY 1) k ON k.sid = a.sid WHERE "
         "coalesce(a.n, 0) <> coalesce(k.n, 0)").fetchall() == []
+
+
+#: the free keys' counts per set that do not add up to the hot rows
+KEY_COUNTS_OFF = """
+SELECT coalesce(a.sid, k.sid), coalesce(a.cls, k.cls), coalesce(a.key, k.key),
+       coalesce(a.n, 0), coalesce(k.n, 0)
+FROM (SELECT h.sid, pgcatalog_hot_class(h.lo, h.hi, h.rng) AS cls, fk.k AS key,
+             count(*) AS n
+      FROM pgcatalog_hot h JOIN pgcatalog_hot_free_sets f ON f.kid = h.kid,
+           unnest(f.keys) AS fk(k) GROUP BY 1, 2, 3) a
+FULL JOIN (SELECT sid, cls, key, sum(n) AS n FROM pgcatalog_hot_key_counts
+           GROUP BY 1, 2, 3) k
+  ON k.sid = a.sid AND k.cls = a.cls AND k.key = a.key
+WHERE coalesce(a.n, 0) <> coalesce(k.n, 0)"""
+
+
+def test_upgrade_counts_free_keys_per_set(conn):
+    """Schema version 4: the free keys (Subject's) counted per key set and
+    range class, filled by the step and kept by the hot rows' trigger as
+    entries come, change their tags, their type or their range, and go."""
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v3.sql"))
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/t1', 2, '{\"portal_type\": \"Document\", "
+        "\"Subject\": [\"a\", \"c\"]}')")
+    migrations.apply(conn)
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_hot_key_counts").fetchone()[0] > 0
+    assert conn.execute(KEY_COUNTS_OFF).fetchall() == []
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/t2', 2, '{\"portal_type\": \"News\", "
+        "\"Subject\": [\"b\"]}')")
+    conn.execute(
+        "UPDATE pgcatalog_entries SET idx = '{\"portal_type\": \"Document\", "
+        "\"Subject\": [\"c\", \"d\"]}' WHERE path = '/plone/t1'")
+    assert conn.execute(KEY_COUNTS_OFF).fetchall() == []
+    # another type (another key set), the same tags
+    conn.execute(
+        "UPDATE pgcatalog_entries SET idx = '{\"portal_type\": \"Page\", "
+        "\"Subject\": [\"c\", \"d\"]}' WHERE path = '/plone/t1'")
+    assert conn.execute(KEY_COUNTS_OFF).fetchall() == []
+    conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/t2'")
+    assert conn.execute(KEY_COUNTS_OFF).fetchall() == []
+    sums = dict(conn.execute(
+        "SELECT key, sum(n) FROM pgcatalog_hot_key_counts GROUP BY 1 "
+        "HAVING sum(n) <> 0").fetchall())
+    assert sums == {"2\x1fa": 1, "2\x1fb": 1, "2\x1fc": 1, "2\x1fd": 1}

@@ -505,8 +505,9 @@ def compact_commit_log(dsn, cid):
 
 
 def fold_hot_counts(dsn):
-    """Fold the key sets' counts (``pgcatalog_hot_counts``, hot.py): the
-    rows of a set and range class become one, and those of sets that are
+    """Fold the key sets' counts (``pgcatalog_hot_counts``, hot.py; and
+    the free keys' per set, ``pgcatalog_hot_key_counts``): the rows of a
+    set and range class (and key) become one, and those of sets that are
     gone (their catalog dropped) go.  One statement, READ COMMITTED: the
     rows it deletes and the one it inserts change the sums of no snapshot;
     rows committed meanwhile are left for the next fold.  Best effort: run
@@ -531,6 +532,21 @@ def fold_hot_counts(dsn):
                     "d.cls HAVING sum(d.n) <> 0",
                     schema.HOT_COUNTS_TABLE, schema.HOT_SETS_TABLE,
                     schema.HOT_COUNTS_TABLE, schema.HOT_COUNTS_TABLE,
+                    schema.HOT_SETS_TABLE))
+                # the free keys' counts per set the same way (schema
+                # version 4)
+                run(conn, q(
+                    "WITH many AS (SELECT k.sid, k.cls, k.key FROM {} k "
+                    "GROUP BY k.sid, k.cls, k.key HAVING count(*) > 1 OR NOT "
+                    "EXISTS (SELECT 1 FROM {} s WHERE s.sid = k.sid)), d AS "
+                    "(DELETE FROM {} k USING many m WHERE k.sid = m.sid AND "
+                    "k.cls = m.cls AND k.key = m.key RETURNING k.cid, k.sid, "
+                    "k.cls, k.key, k.n) INSERT INTO {} (cid, sid, cls, key, "
+                    "n) SELECT d.cid, d.sid, d.cls, d.key, sum(d.n) FROM d "
+                    "WHERE EXISTS (SELECT 1 FROM {} s WHERE s.sid = d.sid) "
+                    "GROUP BY d.cid, d.sid, d.cls, d.key HAVING sum(d.n) <> 0",
+                    schema.HOT_KEY_COUNTS_TABLE, schema.HOT_SETS_TABLE,
+                    schema.HOT_KEY_COUNTS_TABLE, schema.HOT_KEY_COUNTS_TABLE,
                     schema.HOT_SETS_TABLE))
     except psycopg.Error:
         logger.warning("folding the key sets' counts failed", exc_info=True)

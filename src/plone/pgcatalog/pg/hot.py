@@ -19,7 +19,6 @@ from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import Fragment
 from plone.pgcatalog.pg.fragment import and_
 from plone.pgcatalog.pg.fragment import ident
-from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import or_
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
@@ -205,7 +204,7 @@ def range_contains(term, exact):
 def free_only(conditions):
     """Whether the hot conditions of a query are all key conditions on
     free keys (schema version 18: their sets are the hot row's ``kid``)."""
-    conditions = _meaningful(conditions)
+    conditions = meaningful(conditions)
     return bool(conditions) and all(
         isinstance(c, KeyCondition) and c.free for c in conditions)
 
@@ -216,7 +215,7 @@ def _in_sets(keys):
     return all(isinstance(c, KeyCondition) and c.sets for c in keys)
 
 
-def _set_ids(cid, keys, free=False):
+def sets_matching(cid, keys, free=False):
     """The ids of catalog ``cid``'s key sets (``free``: free keys' sets)
     meeting the key conditions ``keys`` (an array)."""
     return q("ARRAY(SELECT s.{} FROM {} s WHERE {})",
@@ -234,16 +233,16 @@ def set_ids(cid, conditions, counted=False):
     estimate a sub-select finding them.  ``counted``: a second value, the
     number of rows those sets hold (their kept counts, whatever the
     range condition)."""
-    conditions = _meaningful(conditions)
+    conditions = meaningful(conditions)
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys or not _in_sets(keys):
         return None
     if counted:
         return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT i.ids, "
                  "(SELECT coalesce(sum(k.n), 0) FROM {} k WHERE k.sid = "
-                 "ANY(i.ids)) FROM i", _set_ids(cid, keys),
+                 "ANY(i.ids)) FROM i", sets_matching(cid, keys),
                  schema.HOT_COUNTS_TABLE)
-    return q("SELECT {}", _set_ids(cid, keys))
+    return q("SELECT {}", sets_matching(cid, keys))
 
 
 #: (dsn, cid, statement text, parameters) -> (version, row): what a
@@ -316,7 +315,7 @@ def where(cid, conditions, sets=True, ids=None):
     them again."""
     if isinstance(ids, list):
         ids = q("{}::integer[]", ids)
-    conditions = _meaningful(conditions)
+    conditions = meaningful(conditions)
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys:
         return None
@@ -339,13 +338,13 @@ def where(cid, conditions, sets=True, ids=None):
                        schema.HOT_SETS_TABLE, and_(q("s.cid = {}", cid),
                                       *[c.on_sets() for c in keys]))
         else:
-            chosen = q("h.sid = ANY({})", _set_ids(cid, keys) if ids is None
+            chosen = q("h.sid = ANY({})", sets_matching(cid, keys) if ids is None
                        else ids)
         return and_(chosen, *ranged)
     if sets and ids is None and free_only(conditions):
         # tags alone: the rows of the matching free keys' sets, from the
         # ``(kid, rid)`` B-tree alone (no ``h.cid``, as above)
-        return q("h.kid = ANY({})", _set_ids(cid, keys, free=True))
+        return q("h.kid = ANY({})", sets_matching(cid, keys, free=True))
     return and_(q("h.cid = {}", cid), *(keys + ranged))
 
 
@@ -411,7 +410,8 @@ def _on_path(conditions):
     return any(isinstance(c, OnPath) for c in conditions)
 
 
-def _meaningful(conditions):
+def meaningful(conditions):
+    """The conditions but those every entry meets (:data:`EVERYWHERE`)."""
     return [c for c in conditions if c is not EVERYWHERE]
 
 
@@ -419,7 +419,7 @@ def kept(conditions):
     """Whether :func:`count` adds the key sets' kept counts for the hot
     conditions of a query (a few rows per set, whatever the number of
     matches), rather than counting the rows themselves."""
-    conditions = _meaningful(conditions)
+    conditions = meaningful(conditions)
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     ranged = [c for c in conditions if isinstance(c, Ranged)]
     return bool(keys) and len(ranged) <= 1 and \
@@ -446,7 +446,7 @@ def count(cid, conditions):
     partial index ``pgcatalog_hot_closed``) are counted one by one.  Else
     the rows are counted from the keys, and ``first`` is the bigint's
     least value."""
-    conditions = _meaningful(conditions)
+    conditions = meaningful(conditions)
     keys = [c for c in conditions if not isinstance(c, Ranged)]
     if not keys:
         return None
@@ -479,37 +479,7 @@ def count(cid, conditions):
     return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT ({})::bigint, "
              "min(k.first), (SELECT i.ids FROM i) AS ids FROM {} k WHERE "
              "k.sid = ANY((SELECT i.ids FROM i)::integer[])",
-             _set_ids(cid, keys), total, schema.HOT_COUNTS_TABLE)
-
-
-def set_counts(cid, conditions):
-    """A statement of ``(sid, n)``: how many hot rows of each key set meet
-    the hot conditions of a query (:func:`kept` ones), from the sets' kept
-    counts, a set's rows read only where :func:`count` reads them (beside
-    a range holding a term: the open ranges starting after it, the
-    others).  ``n`` may be 0."""
-    conditions = _meaningful(conditions)
-    keys = [c for c in conditions if not isinstance(c, Ranged)]
-    ranged = [c for c in conditions if isinstance(c, Ranged)]
-    mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
-    kept_rows = q("SELECT k.sid, k.n FROM {} k WHERE k.sid = ANY((SELECT "
-                  "i.ids FROM i)::integer[])", schema.HOT_COUNTS_TABLE)
-    if not ranged:
-        parts = [kept_rows]
-    elif ranged[0].present:
-        parts = [q("{} AND k.cls > 0", kept_rows)]
-    else:
-        term = ranged[0].term
-        parts = [q("{} AND k.cls = 1", kept_rows),
-                 q("SELECT h.sid, -count(*) FROM {} WHERE {} AND h.lo > {} "
-                   "AND {} GROUP BY h.sid", schema.FROM_HOT, mine, term,
-                   OPEN),
-                 q("SELECT h.sid, count(*) FROM {} WHERE {} AND {} AND {} "
-                   "GROUP BY h.sid", schema.FROM_HOT, mine, CLOSED,
-                   ranged[0].fragment)]
-    return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT x.sid, "
-             "sum(x.n)::bigint AS n FROM ({}) x(sid, n) GROUP BY x.sid",
-             _set_ids(cid, keys), join(" UNION ALL ", parts))
+             sets_matching(cid, keys), total, schema.HOT_COUNTS_TABLE)
 
 
 # -- registering ------------------------------------------------------------
@@ -656,14 +626,20 @@ def refresh(session, cid, rids):
 
 
 def recount(session, cid):
-    """Count catalog ``cid``'s hot rows by key set again
-    (``pgcatalog_hot_counts``; verify's repair).  Writers meanwhile add
-    their +1 / -1 rows, which stay right beside this snapshot's count."""
+    """Count catalog ``cid``'s hot rows by key set (and free key) again
+    (``pgcatalog_hot_counts``, ``pgcatalog_hot_key_counts``; verify's
+    repair).  Writers meanwhile add their +1 / -1 rows, which stay right
+    beside this snapshot's count."""
     session.execute_write(cid, q(
         "DELETE FROM {} WHERE cid = {}", schema.HOT_COUNTS_TABLE, cid))
     session.execute_write(cid, q(
         "INSERT INTO {} (cid, sid, cls, n, first) {}", schema.HOT_COUNTS_TABLE,
         counted(cid)))
+    session.execute_write(cid, q(
+        "DELETE FROM {} WHERE cid = {}", schema.HOT_KEY_COUNTS_TABLE, cid))
+    session.execute_write(cid, q(
+        "INSERT INTO {} (cid, sid, cls, key, n) {}",
+        schema.HOT_KEY_COUNTS_TABLE, key_counted(cid)))
 
 
 def counted(cid):
@@ -674,3 +650,14 @@ def counted(cid):
              "AS cls, count(*) AS n, min(h.rid) AS first FROM {} h WHERE "
              "h.cid = {} AND h.sid IS NOT NULL GROUP BY 1, 2, 3",
              schema.HOT_TABLE, cid)
+
+
+def key_counted(cid):
+    """Catalog ``cid``'s hot rows counted by key set, range class and free
+    key, as ``pgcatalog_hot_key_counts`` should add them up: ``(cid, sid,
+    cls, key, n)``."""
+    return q("SELECT h.cid, h.sid, pgcatalog_hot_class(h.lo, h.hi, h.rng) "
+             "AS cls, k.k AS key, count(*) AS n FROM {} h JOIN {} f ON f.kid "
+             "= h.kid, unnest(f.keys) AS k(k) WHERE h.cid = {} AND h.sid IS "
+             "NOT NULL GROUP BY 1, 2, 3, 4", schema.HOT_TABLE,
+             schema.HOT_FREE_SETS_TABLE, cid)

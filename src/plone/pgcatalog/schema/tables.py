@@ -58,6 +58,11 @@ Layout (one set of tables per database, every row scoped by catalog
     row names, and the number of hot rows of each set, kept by a trigger
     as insert-only +1 / -1 rows folded from time to time: a count of many
     matches reads a few rows per set (:mod:`plone.pgcatalog.pg.hot`).
+``pgcatalog_hot_key_counts``
+    the free keys (``Subject``'s) counted per key set and range class, as
+    insert-only +1 / -1 rows kept by the same trigger and folded with the
+    sets' counts (schema version 4): facet counts of a search on the key
+    sets add them up (:mod:`plone.pgcatalog.pg.facetcounts`).
 ``pgcatalog_hot_free_sets``
     the hot rows' keys outside the key sets (``Subject``'s) as sets of
     their own, which the hot row names (``kid``) under a B-tree of
@@ -99,6 +104,7 @@ HOT_NAMES = "pgcatalog_hot_names"
 HOT_SETS = "pgcatalog_hot_sets"
 HOT_COUNTS = "pgcatalog_hot_counts"
 HOT_FREE_SETS = "pgcatalog_hot_free_sets"
+HOT_KEY_COUNTS = "pgcatalog_hot_key_counts"
 WORDS = "pgcatalog_words"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
@@ -120,6 +126,7 @@ HOT_NAMES_TABLE = ident(HOT_NAMES)
 HOT_SETS_TABLE = ident(HOT_SETS)
 HOT_COUNTS_TABLE = ident(HOT_COUNTS)
 HOT_FREE_SETS_TABLE = ident(HOT_FREE_SETS)
+HOT_KEY_COUNTS_TABLE = ident(HOT_KEY_COUNTS)
 META_LAYOUTS_TABLE = ident(META_LAYOUTS)
 COMMITS_TABLE = ident(COMMITS)
 WORDS_TABLE = ident(WORDS)

@@ -55,17 +55,15 @@ class Matched:
     plan reads only the hot rows ``h``, its condition over them (the hot
     rows' sets are then read in the same scan), or None; ``kept``, when
     the sets' kept counts count the matches (``hot.kept``), the hot
-    conditions (:func:`set_counts` counts each set's matches), or None,
-    and ``set_names``, the names of the catalog's indexes in the key sets
-    (``hot.set_names``: what the matching sets' ids are kept under)."""
+    conditions (:func:`set_counts` counts each set's matches), or
+    None."""
 
-    __slots__ = ("rids", "hot_where", "kept", "set_names")
+    __slots__ = ("rids", "hot_where", "kept")
 
-    def __init__(self, rids, hot_where=None, kept=None, set_names=()):
+    def __init__(self, rids, hot_where=None, kept=None):
         self.rids = rids
         self.hot_where = hot_where
         self.kept = kept
-        self.set_names = set_names
 
 
 def among(rid, matches):
@@ -152,7 +150,7 @@ def sets_values_counts(store, indexes, rids):
                         "g(key, n) WHERE g.n > 0", counted,
                         free_key_counts(store.cid, rids.kept))
     else:
-        where = _hot_where(store, rids)
+        where = _hot_where(rids)
         if free:
             counted = q(
                 "WITH m AS MATERIALIZED (SELECT h.sid, h.kid FROM {} WHERE "
@@ -192,20 +190,10 @@ def sets_values_counts(store, indexes, rids):
     return found, unkeyed
 
 
-def _hot_where(store, matches):
-    """The matches' condition over the hot rows ``h``.  A search whose
-    conditions are all on the key sets names the matching sets by their
-    ids (found once and kept: ``hot.found_ids``), so that PostgreSQL
-    estimates how many rows they hold and groups them in a hash, where a
-    sub-select's few estimated rows made it sort them on disk (64,900
-    matches at 100,000 entries: 125 -> ... ms)."""
-    if not isinstance(matches, Matched):
-        return among(q("h.rid"), matches)
-    if matches.kept is not None:
-        ids = hot.found_ids(store, hot.set_ids(store.cid, matches.kept),
-                            matches.set_names)[0] or []
-        return hot.where(store.cid, matches.kept, ids=list(ids))
-    if matches.hot_where is not None:
+def _hot_where(matches):
+    """The matches' condition over the hot rows ``h``: the plan's own when
+    it reads them, else the rids."""
+    if isinstance(matches, Matched) and matches.hot_where is not None:
         return matches.hot_where
     return among(q("h.rid"), matches)
 

@@ -220,9 +220,7 @@ def _plan(query, store, window, sort_indexes, reverse, qc, conditions):
                 # the sets' ids the kept count found
                 whole_where=hot.where(store.cid, hot_forms,
                                       ids=q("k.ids")) if counted else None,
-                kept=hot_forms if counted else None,
-                set_names=hot.set_names(qc.catalog._indexes.values(),
-                                        store.cid) if counted else ())
+                kept=hot_forms if counted else None)
         trees = subtrees_alone(conditions, qc, store)
         if trees is not None:
             return trees

@@ -312,18 +312,17 @@ class EveryMatch(Plan):
 
     def __init__(self, where, source=schema.FROM_ENTRIES, rid=RID, head=None,
                  prepare=False, keys_where=None, counted=False,
-                 whole_where=None, kept=None, set_names=()):
+                 whole_where=None, kept=None):
         # ``source``: the entries ``e``; or, when every condition is
         # theirs, the hot rows ``h`` (hot.py) or the text rows ``e``;
         # ``kept``: the hot conditions, when the sets' kept counts count
-        # the matches (hot.kept; facet counts read them per set), and
-        # ``set_names``, the indexes in the key sets (hot.set_names)
+        # the matches (hot.kept; facet counts read them per set)
         #: every match (count, rids): a big answer's rest (lazy.py)
         self.every = q("SELECT count(*), array_agg({}) FROM {} WHERE {}",
                        rid, source, where)
         self.matched = Matched(
             q("SELECT {} AS rid FROM {} WHERE {}", rid, source, where),
-            where if source == schema.FROM_HOT else None, kept, set_names)
+            where if source == schema.FROM_HOT else None, kept)
         self.statement = with_small_metadata(self.every, 2, 1) \
             if prepare else self.every
         # ``keys_where``: the same matches in a form the planner can

@@ -292,6 +292,24 @@ class TestVerify(VerifyCase):
         self.assertEqual(report.repaired, 1)
         self.assertTrue(self.verify().clean)
 
+    def test_wrong_counts_of_a_free_key(self):
+        # the free keys' counts per set (schema version 4), kept by the
+        # same trigger: a facet count of a tag adds them up
+        self.write("INSERT INTO {} (cid, sid, cls, key, n) SELECT h.cid, "
+                   "h.sid, pgcatalog_hot_class(h.lo, h.hi, h.rng), "
+                   "'1' || chr(31) || 'nowhere', 2 FROM {} h JOIN {} e ON "
+                   "e.rid = h.rid WHERE e.path = {}",
+                   ident(schema.HOT_KEY_COUNTS), ident(schema.HOT),
+                   ident(schema.ENTRIES), "/plone/f/d1")
+        sid = self.store().value(q(
+            "SELECT h.sid FROM {} h JOIN {} e ON e.rid = h.rid WHERE e.path "
+            "= {}", ident(schema.HOT), ident(schema.ENTRIES), "/plone/f/d1"))
+        report = self.verify()
+        self.assertFound(report, {"stale_hot": ["set:%d" % sid]})
+        report = self.verify(repair=True)
+        self.assertEqual(report.repaired, 1)
+        self.assertTrue(self.verify().clean)
+
     def test_a_word_missing_from_the_lexicon(self):
         # the lexicon is kept by triggers: only a change behind the
         # catalog's back loses a word, and a glob then misses its documents

@@ -303,14 +303,22 @@ class Verifier:
             self.report.unrepaired += len(rids)
 
     def check_hot_counts(self):
-        """Key sets whose counts do not add up to their hot rows
-        (``stale_hot``, named ``set:N``): counted again by a repair."""
+        """Key sets whose counts, or whose free keys' counts, do not add up
+        to their hot rows (``stale_hot``, named ``set:N``): counted again
+        by a repair."""
         store = self.catalog._pgc_store()
         wrong = verifystore.hot_count_mismatches(store, HOT_ORPHANS_MAX)
         for sid, cls, counted, rows in wrong:
             self.report.add("stale_hot", "set:%d" % sid,
                             "range class %d: counted %d, %d rows"
                             % (cls, counted, rows))
+        # the free keys' counts per set (schema version 4)
+        keys = verifystore.key_count_mismatches(store, HOT_ORPHANS_MAX)
+        for sid, cls, key, counted, rows in keys:
+            self.report.add("stale_hot", "set:%d" % sid,
+                            "range class %d, free key %r: counted %d, %d "
+                            "rows" % (cls, key, counted, rows))
+        wrong = wrong + keys
         if wrong and self.report.repair:
             hot.recount(store.session, store.cid)
             self.report.repaired += len(wrong)

@@ -142,6 +142,21 @@ def hot_count_mismatches(store, limit):
         schema.HOT_COUNTS_TABLE, store.cid, literal(int(limit))))]
 
 
+def key_count_mismatches(store, limit):
+    """Up to ``limit`` ``(sid, cls, key, counted, rows)`` of the catalog's
+    free keys whose counts per key set (``pgcatalog_hot_key_counts``) do
+    not add up to their hot rows (one statement, reading every hot row of
+    the catalog)."""
+    return [tuple(r) for r in store.rows(q(
+        "SELECT coalesce(a.sid, k.sid), coalesce(a.cls, k.cls), "
+        "coalesce(a.key, k.key), coalesce(k.n, 0), coalesce(a.n, 0) FROM "
+        "({}) a FULL JOIN (SELECT k.sid, k.cls, k.key, sum(k.n) AS n FROM {} "
+        "k WHERE k.cid = {} GROUP BY 1, 2, 3) k ON k.sid = a.sid AND k.cls = "
+        "a.cls AND k.key = a.key WHERE coalesce(a.n, 0) <> coalesce(k.n, 0) "
+        "ORDER BY 1, 2, 3 LIMIT {}", hot.key_counted(store.cid),
+        schema.HOT_KEY_COUNTS_TABLE, store.cid, literal(int(limit))))]
+
+
 def hot_orphans(store, limit):
     """Up to ``limit`` rids of the catalog's hot rows without an entry."""
     return [r[0] for r in store.rows(q(

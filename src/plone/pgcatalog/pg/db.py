@@ -301,7 +301,9 @@ def analyze(dsn):
         with get_pool(dsn).connection() as conn:
             run(conn, q("ANALYZE (SKIP_LOCKED) {}", join(", ", [
                 schema.ENTRIES_TABLE, schema.META_TABLE,
-                schema.TEXT_TABLE, schema.HOT_TABLE])))
+                schema.TEXT_TABLE, schema.HOT_TABLE, schema.HOT_SETS_TABLE,
+                schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
+                schema.HOT_KEY_COUNTS_TABLE])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",

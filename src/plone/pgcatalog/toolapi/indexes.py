@@ -1,6 +1,7 @@
 """Indexes and metadata columns: the ZCatalog API that defines them, and
 their PostgreSQL indexes (``ddl.py``)."""
 import uuid
+from functools import partial
 
 from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
@@ -15,6 +16,7 @@ from plone.pgcatalog.catalog import check_index_name
 from plone.pgcatalog.indexes import convert_index
 from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.ops import shadow
+from plone.pgcatalog.pg import db
 from plone.pgcatalog.schema import ddl
 
 
@@ -95,15 +97,17 @@ class IndexesAPI:
     @security.protected(manage_zcatalog_indexes)
     def pgc_sync_indexes(self):
         """Make this catalog's PostgreSQL indexes what its indexes want:
-        create the missing ones, drop the others (after the commit).  Run
-        it after upgrading from plone.pgcatalog's schema version 3 or older
-        (per-catalog indexes replace the shared ones), and after an upgrade
-        to schema version 7 or a change of ``hot-indexes`` (the hot keys:
-        hot.py).  Returns
-        ``(created, dropped)`` PostgreSQL index names."""
+        create the missing ones, drop the others (after the commit), and
+        register the hot indexes ``hot-indexes`` and ``hot-set-exclude``
+        name (hot.py; their rows computed again).  Run it after a change
+        of those settings.  Once the transaction committed, the key sets'
+        counts are folded and the catalog tables analyzed (the hot rows
+        and their sets may all have changed).  Returns ``(created, dropped)`` PostgreSQL index
+        names."""
         store = self._pgc_store()
         found = ddl.sync(store.session, store.cid, self.index_objects())
         self._pgc_hot_guard()
+        store.session.on_commit(partial(_settle, store.session.dsn))
         return found
 
     @zpublish(False)
@@ -185,6 +189,12 @@ class IndexesAPI:
         """Unique values of index ``name``."""
         return tuple(self._catalog.getIndex(name).uniqueValues())
 
+
+def _settle(dsn):
+    """After hot rows were computed again: their sets' counts folded (one
+    +1 / -1 row each otherwise), the planner's statistics read again."""
+    db.fold_hot_counts(dsn)
+    db.analyze(dsn)
 
 
 InitializeClass(IndexesAPI)

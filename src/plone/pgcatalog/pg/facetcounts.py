@@ -2,12 +2,16 @@
 hold each: what facet counts are made of (search/facets.py).
 
 Hot indexes are read from the matches' key sets, the others from the
-entries, each kind in one statement.  A hot row names its key set (``sid``: the keys of the indexes in the
-sets) and its free keys' set (``kid``: ``Subject``'s by default); a set's
-keys never change.  So the values of the hot indexes over a search's
-matches are counted by grouping the matches' narrow hot rows by set, then
-adding each set's count to each of its keys: a few thousand sets where
-the entries' wide rows were tens of thousands (docs/facets.md).
+entries, each kind in one statement.  A hot row names its key set
+(``sid``: the keys of the indexes in the sets) and its free keys' set
+(``kid``: ``Subject``'s by default); a set's keys never change.  When
+every condition of the search is on the key sets, each set's matches are
+its kept counts (``pgcatalog_hot_counts``) and each free key's its counts
+per set (``pgcatalog_hot_key_counts``, schema version 4), corrected
+beside a range as ``hot.count`` corrects them: no match is read.  Else the
+matches' narrow hot rows are grouped by set, each set's count added to
+each of its keys: a few thousand sets where the entries' wide rows were
+tens of thousands (docs/facets.md).
 
 A value the hot row has no key for (not a string, longer than 400
 characters; a boolean index's value that is not a boolean) is marked in

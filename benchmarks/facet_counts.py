@@ -14,6 +14,9 @@ facets over its matches: ``portal_type`` (counted as if the query's own
 type were not there: the usual drill-down), ``review_state``, ``Subject``,
 ``Creator``, ``is_folderish``.  The counts of both engines must be equal.
 
+``--facets``: other facets than those five (comma separated; e.g. only
+the hot ones, ``portal_type,review_state,Subject``).
+
 ``--hot-facets``: plone.pgcatalog keeps the two facets that are not hot
 by default, ``Creator`` and ``is_folderish``, hot too (``hot-indexes``,
 ``Creator`` in ``hot-set-exclude`` beside ``Subject``, as docs/facets.md
@@ -60,7 +63,7 @@ def python_counts(catalog, query):
     """The five facets counted from the matches' metadata (portal_type
     over the search without its own type)."""
     found = {}
-    for name in FACETS:
+    for name in facet_names():
         searched = query
         if name in query:
             searched = {k: v for k, v in query.items() if k != name}
@@ -77,9 +80,16 @@ def python_counts(catalog, query):
 def pg_counts(catalog, query):
     # show_inactive: the query's own effectiveRange (level1's "now"), not
     # the clock's, which pgc_facets would add as searchResults does
-    found = catalog.pgc_facets(query, facets=list(FACETS),
+    found = catalog.pgc_facets(query, facets=list(facet_names()),
                                show_inactive=True)
-    return {name: dict(found[name]["values"]) for name in FACETS}
+    return {name: dict(found[name]["values"]) for name in facet_names()}
+
+
+def facet_names():
+    """The facets counted: ``--facets`` (the child's environment), else
+    :data:`FACETS`."""
+    names = os.environ.get("FACET_COUNTS_FACETS")
+    return tuple(names.split(",")) if names else FACETS
 
 
 def child(args):
@@ -151,11 +161,15 @@ def main(argv=None):
     p = shared.side_by_side_parser(__doc__.split("\n")[0])
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--output")
+    p.add_argument("--facets", help="the facets to count, comma "
+                   "separated (default: the five above)")
     p.add_argument("--hot-facets", action="store_true",
                    help="keep Creator and is_folderish hot too "
                    "(plone.pgcatalog)")
     args = p.parse_args(argv)
     args.dsn = shared.server_dsn(args.dsn)
+    if args.facets:
+        os.environ["FACET_COUNTS_FACETS"] = args.facets
     if args.child:
         return child(args)
     found = shared.run_side_by_side(

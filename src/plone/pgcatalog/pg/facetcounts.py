@@ -35,10 +35,8 @@ from plone.pgcatalog.pg.fragment import or_
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
-#: after an index's code in its key: a string value, a boolean value, the
-#: mark of a value without key
-KEY_SEP = hot.SEP
-BOOL_SEP = hot.BOOL_SEP
+#: after an index's code in its key, the mark of a value without key (a
+#: string value follows ``hot.SEP``, a boolean one ``hot.BOOL_SEP``)
 UNKEYED = "\x1c"
 #: a key: the index's code, what follows it, the value
 _KEY = re.compile("([^\x1c-\x1f]*)([\x1c-\x1f])(.*)", re.S)
@@ -172,7 +170,7 @@ def sets_values_counts(store, indexes, rids):
                 "ON s.sid = g.sid", schema.FROM_HOT, where,
                 schema.HOT_SETS_TABLE)
     # each index's keys: its code, then a character below the space
-    # (KEY_SEP, BOOL_SEP, UNKEYED), compared as the keys' collation "C"
+    # (hot.SEP, hot.BOOL_SEP, UNKEYED), compared as the keys' collation "C"
     # orders them (a code is digits)
     wanted = or_(*[q("(k.k >= {} AND k.k < {})", code + UNKEYED, code + " ")
                    for code in sorted(codes)])
@@ -187,7 +185,7 @@ def sets_values_counts(store, indexes, rids):
         n = codes[code]
         if mark == UNKEYED:
             unkeyed.add(n)
-        elif mark == BOOL_SEP:
+        elif mark == hot.BOOL_SEP:
             found[n].append((value == "true", count))
         else:
             found[n].append((value, count))
@@ -202,7 +200,7 @@ def _hot_where(matches):
     return among(q("h.rid"), matches)
 
 
-def _kept_parts(cid, conditions, kept_rows, rows, grouped):
+def _kept_parts(conditions, kept_rows, rows, grouped):
     """The parts of a count per set (or per set and key) of the hot
     conditions of a query (``hot.kept`` ones), as ``hot.count`` adds
     them: the kept rows (``kept_rows``: a statement over the counts ``k``,
@@ -239,7 +237,7 @@ def set_counts(cid, conditions):
     the hot conditions of a query (``hot.kept`` ones), from the sets' kept
     counts (``n`` may be 0)."""
     return _with_sets(cid, conditions, _kept_parts(
-        cid, conditions,
+        conditions,
         q("SELECT k.sid, k.n FROM {} k WHERE k.sid = ANY((SELECT i.ids FROM "
           "i)::integer[])", schema.HOT_COUNTS_TABLE),
         schema.FROM_HOT, q("h.sid")))
@@ -251,7 +249,7 @@ def free_key_counts(cid, conditions):
     free keys' kept counts per set (``pgcatalog_hot_key_counts``, schema
     version 4; ``n`` may be 0)."""
     return _with_sets(cid, conditions, _kept_parts(
-        cid, conditions,
+        conditions,
         q("SELECT k.key, k.n FROM {} k WHERE k.sid = ANY((SELECT i.ids FROM "
           "i)::integer[])", schema.HOT_KEY_COUNTS_TABLE),
         q("{} JOIN {} f ON f.kid = h.kid, unnest(f.keys) AS fk(k)",

@@ -139,7 +139,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
         "pgcatalog_hot_free_sets", "pgcatalog_langtext",
-        "pgcatalog_hot_key_counts"])
+        "pgcatalog_hot_key_counts", "pgcatalog_text_totals"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -164,8 +164,9 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(r[0] for r in fresh["triggers"]) == [
         "pgcatalog_entries_hot", "pgcatalog_entries_hot_update",
         "pgcatalog_hot_count_delete", "pgcatalog_hot_count_insert",
-        "pgcatalog_hot_count_update", "pgcatalog_text_words_insert",
-        "pgcatalog_text_words_update"]
+        "pgcatalog_hot_count_update", "pgcatalog_text_totals_delete",
+        "pgcatalog_text_totals_insert", "pgcatalog_text_totals_update",
+        "pgcatalog_text_words_insert", "pgcatalog_text_words_update"]
     # the hot keys' codes; metadata layouts (layouts.py)
     assert columns[("pgcatalog_hot_names", "code")][3] == "NO"
     assert columns[("pgcatalog_meta_layouts", "digest")][2] == "C"
@@ -535,3 +536,88 @@ def test_upgrade_counts_free_keys_per_set(conn):
         "SELECT key, sum(n) FROM pgcatalog_hot_key_counts GROUP BY 1 "
         "HAVING sum(n) <> 0").fetchall())
     assert sums == {"2\x1fa": 1, "2\x1fb": 1, "2\x1fc": 1, "2\x1fd": 1}
+
+
+TOTALS_OFF = """
+SELECT coalesce(a.cid, k.cid), coalesce(a.name, k.name),
+       a.docs, a.words, k.docs, k.words
+FROM (SELECT t.cid, t.name, count(*) AS docs,
+             sum(coalesce(t.dl, (SELECT (u.positions[1] - 1) * 8191
+                                        + (u.positions[2] - 8192)
+                                 FROM unnest(ts_filter(setweight(
+                                     t.tsv, 'A', ARRAY[chr(3)]), '{a}')) u)))
+             AS words
+      FROM pgcatalog_text t GROUP BY 1, 2) a
+FULL JOIN (SELECT cid, name, sum(docs) AS docs, sum(words) AS words
+           FROM pgcatalog_text_totals GROUP BY 1, 2
+           HAVING sum(docs) <> 0 OR sum(words) <> 0) k
+  ON k.cid = a.cid AND k.name = a.name
+WHERE (a.docs, a.words) IS DISTINCT FROM (k.docs, k.words)"""
+
+
+def _text_row(conn, path, name, words, dl=True):
+    """Write ``path``'s text row of ``name`` holding ``words`` (the
+    marker lexeme carries the count; ``dl``: stored beside it too)."""
+    n = len(words)
+    tsv = "'\x03':%d,%d " % (n // 8191 + 1, 8192 + n % 8191) + " ".join(
+        "'%s':%d" % (w, i + 1) for i, w in enumerate(words))
+    conn.execute(
+        "INSERT INTO pgcatalog_text AS t (rid, cid, name, tsv, dl) SELECT "
+        "e.rid, e.cid, %s, %s::tsvector, %s FROM pgcatalog_entries e WHERE "
+        "e.path = %s ON CONFLICT (rid, name) DO UPDATE SET tsv = "
+        "EXCLUDED.tsv, dl = EXCLUDED.dl WHERE (t.tsv, t.dl) IS DISTINCT FROM "
+        "(EXCLUDED.tsv, EXCLUDED.dl)", (name, tsv, n if dl else None, path))
+
+
+def test_upgrade_keeps_text_totals(conn):
+    """Schema version 5: the text indexes' documents and words per
+    catalog, filled by the step (a row without a stored length counted
+    from its marker) and kept by the text rows' triggers as rows come,
+    change, stay as they are, go with their entry, and are rolled back."""
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v4.sql"))
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/x1', 2, '{}'), (1, '/plone/x2', 2, '{}'), "
+        "(2, '/other/x3', 2, '{}')")
+    _text_row(conn, "/plone/x1", "Title", ["a", "b", "c"], dl=False)
+    _text_row(conn, "/plone/x1", "SearchableText", ["a", "b", "c", "d"])
+    migrations.apply(conn)
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_totals").fetchone()[0] > 0
+    assert conn.execute(TOTALS_OFF).fetchall() == []
+    title = ("SELECT sum(docs), sum(words) FROM pgcatalog_text_totals "
+             "WHERE cid = 1 AND name = 'Title'")
+    assert conn.execute(title).fetchone() == (1, 3)
+    _text_row(conn, "/plone/x2", "Title", ["a"] * 9000)
+    _text_row(conn, "/other/x3", "Title", ["z"])
+    assert conn.execute(TOTALS_OFF).fetchall() == []
+    assert conn.execute(title).fetchone() == (2, 9003)
+    # a changed text: its words, not another document
+    _text_row(conn, "/plone/x1", "Title", ["a", "b"])
+    assert conn.execute(title).fetchone() == (2, 9002)
+    before = conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_totals").fetchone()[0]
+    # the same words again: no row changes, nothing is added
+    _text_row(conn, "/plone/x1", "Title", ["a", "b"])
+    # a new text of the same length: the sums stay, nothing is added
+    _text_row(conn, "/plone/x1", "Title", ["e", "f"])
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_totals").fetchone()[0] == before
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with conn.transaction():
+            _text_row(conn, "/plone/x2", "Title", ["b"])
+            conn.execute("SELECT 1 / 0")
+    assert conn.execute(title).fetchone() == (2, 9002)
+    conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/x2'")
+    conn.execute("DELETE FROM pgcatalog_text WHERE name = 'SearchableText'")
+    assert conn.execute(TOTALS_OFF).fetchall() == []
+    assert conn.execute(title).fetchone() == (1, 2)
+    # folded: one row per catalog and index, none for what adds up to 0
+    db.fold_hot_counts(conn.info.dsn)
+    rows = conn.execute(
+        "SELECT cid, name, docs, words FROM pgcatalog_text_totals "
+        "ORDER BY 1, 2").fetchall()
+    assert conn.execute(TOTALS_OFF).fetchall() == []
+    assert [r[:2] for r in rows] == sorted(set(r[:2] for r in rows))
+    assert all(r[2] or r[3] for r in rows)

@@ -310,6 +310,33 @@ class TestVerify(VerifyCase):
         self.assertEqual(report.repaired, 1)
         self.assertTrue(self.verify().clean)
 
+    def test_wrong_totals_of_a_text_index(self):
+        # Okapi's collection statistics are kept as totals by triggers on
+        # the text rows (schema version 5): only a change behind the
+        # catalog's back makes them wrong, and every score with them
+        query = {"SearchableText": "about"}
+        scores = [b.data_record_score_ for b in
+                  self.catalog.unrestrictedSearchResults(query)]
+        self.assertTrue(scores)
+        self.write("INSERT INTO {} (cid, name, docs, words) VALUES ({}, "
+                   "'SearchableText', 5, 1000), ({}, 'Gone', 1, 2)",
+                   ident(schema.TEXT_TOTALS), self.store().cid,
+                   self.store().cid)
+        from plone.pgcatalog.pg import textstats
+        textstats.forget()
+        self.assertNotEqual(
+            [b.data_record_score_ for b in
+             self.catalog.unrestrictedSearchResults(query)], scores)
+        report = self.verify()
+        self.assertFound(report, {"stale_hot": [
+            "totals:Gone", "totals:SearchableText"]})
+        report = self.verify(repair=True)
+        self.assertEqual(report.repaired, 2)
+        self.assertTrue(self.verify().clean)
+        self.assertEqual(
+            [b.data_record_score_ for b in
+             self.catalog.unrestrictedSearchResults(query)], scores)
+
     def test_a_word_missing_from_the_lexicon(self):
         # the lexicon is kept by triggers: only a change behind the
         # catalog's back loses a word, and a glob then misses its documents

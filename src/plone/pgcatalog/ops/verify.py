@@ -202,6 +202,7 @@ class Verifier:
         self.check_hot_orphans()
         self.check_hot_counts()
         self.check_lexicon()
+        self.check_text_totals()
         self.find_missing()
         return self.report.finish()
 
@@ -345,6 +346,26 @@ class Verifier:
                 self.on_batch()
         elif words:
             self.report.unrepaired += len(words)
+
+    def check_text_totals(self):
+        """Text indexes whose kept totals of documents and words (Okapi's
+        collection statistics) do not add up to their text rows
+        (``stale_hot``, named ``totals:<index>``): counted again by a
+        repair."""
+        store = self.catalog._pgc_store()
+        wrong = verifystore.text_total_mismatches(store, HOT_ORPHANS_MAX)
+        for name, kept, rows in wrong:
+            self.report.add("stale_hot", "totals:%s" % name,
+                            "documents and words kept %d, %d; of the rows "
+                            "%d, %d" % (kept + rows))
+        if wrong and self.report.repair:
+            verifystore.recount_text_totals(store)
+            textstats.forget()
+            self.report.repaired += len(wrong)
+            if self.on_batch is not None:
+                self.on_batch()
+        elif wrong:
+            self.report.unrepaired += len(wrong)
 
     def _noter(self, todo, count):
         """``note(kind, path, detail, action, obj=None)``: a difference goes

@@ -8,6 +8,7 @@ values differ from freshly computed ones (compared by PostgreSQL itself, as
 the writer sends is not).  Every function takes the catalog's store
 (``store.CatalogStore``) of the current transaction.
 """
+from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
@@ -155,6 +156,42 @@ def key_count_mismatches(store, limit):
         "a.cls AND k.key = a.key WHERE coalesce(a.n, 0) <> coalesce(k.n, 0) "
         "ORDER BY 1, 2, 3 LIMIT {}", hot.key_counted(store.cid),
         schema.HOT_KEY_COUNTS_TABLE, store.cid, literal(int(limit))))]
+
+
+def _text_counted(cid):
+    # the catalog's text rows counted per text index, as the totals the
+    # triggers keep (pgcatalog_text_totals, schema version 5) should sum
+    return q("SELECT t.cid, t.name, count(*) AS docs, coalesce(sum(coalesce("
+             "t.dl, {})), 0) AS words FROM {} t WHERE t.cid = {} GROUP BY 1, "
+             "2", dl_sql(q("t.tsv")), schema.TEXT_TABLE, cid)
+
+
+def text_total_mismatches(store, limit):
+    """Up to ``limit`` ``(text index, (documents, words) kept, (documents,
+    words) of the rows)`` of the catalog's text indexes whose kept totals
+    (``pgcatalog_text_totals``) do not add up to their text rows (one
+    statement, reading every text row of the catalog)."""
+    return [(r[0], (int(r[1]), int(r[2])), (int(r[3]), int(r[4])))
+            for r in store.rows(q(
+                "SELECT coalesce(a.name, k.name), coalesce(k.docs, 0), "
+                "coalesce(k.words, 0), coalesce(a.docs, 0), coalesce(a.words, "
+                "0) FROM ({}) a FULL JOIN (SELECT k.name, sum(k.docs) AS docs, "
+                "sum(k.words) AS words FROM {} k WHERE k.cid = {} GROUP BY 1) "
+                "k ON k.name = a.name WHERE (coalesce(a.docs, 0), coalesce("
+                "a.words, 0)) <> (coalesce(k.docs, 0), coalesce(k.words, 0)) "
+                "ORDER BY 1 LIMIT {}", _text_counted(store.cid),
+                schema.TEXT_TOTALS_TABLE, store.cid, literal(int(limit))))]
+
+
+def recount_text_totals(store):
+    """Count the catalog's text rows per text index again into its totals
+    (verify's repair), in one statement: the rows it deletes and the
+    text rows it counts are those of one snapshot; writers meanwhile add
+    their own rows, which stay right beside it."""
+    store.session.execute_write(store.cid, q(
+        "WITH d AS (DELETE FROM {} WHERE cid = {}) INSERT INTO {} (cid, "
+        "name, docs, words) {}", schema.TEXT_TOTALS_TABLE, store.cid,
+        schema.TEXT_TOTALS_TABLE, _text_counted(store.cid)))
 
 
 def hot_orphans(store, limit):

@@ -303,7 +303,7 @@ def analyze(dsn):
                 schema.ENTRIES_TABLE, schema.META_TABLE,
                 schema.TEXT_TABLE, schema.HOT_TABLE, schema.HOT_SETS_TABLE,
                 schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
-                schema.HOT_KEY_COUNTS_TABLE])))
+                schema.HOT_KEY_COUNTS_TABLE, schema.TEXT_TOTALS_TABLE])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",
@@ -510,7 +510,8 @@ def fold_hot_counts(dsn):
     """Fold the key sets' counts (``pgcatalog_hot_counts``, hot.py; and
     the free keys' per set, ``pgcatalog_hot_key_counts``): the rows of a
     set and range class (and key) become one, and those of sets that are
-    gone (their catalog dropped) go.  One statement, READ COMMITTED: the
+    gone (their catalog dropped) go; the text indexes' totals
+    (``pgcatalog_text_totals``, textstats.py) likewise.  One statement, READ COMMITTED: the
     rows it deletes and the one it inserts change the sums of no snapshot;
     rows committed meanwhile are left for the next fold.  Best effort: run
     after this process's writing transactions of ``ANALYZE_AFTER_ROWS``
@@ -550,6 +551,18 @@ def fold_hot_counts(dsn):
                     schema.HOT_KEY_COUNTS_TABLE, schema.HOT_SETS_TABLE,
                     schema.HOT_KEY_COUNTS_TABLE, schema.HOT_KEY_COUNTS_TABLE,
                     schema.HOT_SETS_TABLE))
+                # the text indexes' totals (schema version 5): one row per
+                # catalog and index; a dropped catalog's add up to nothing
+                run(conn, q(
+                    "WITH many AS (SELECT k.cid, k.name FROM {} k GROUP BY "
+                    "k.cid, k.name HAVING count(*) > 1), d AS (DELETE FROM "
+                    "{} k USING many m WHERE k.cid = m.cid AND k.name = "
+                    "m.name RETURNING k.cid, k.name, k.docs, k.words) INSERT "
+                    "INTO {} (cid, name, docs, words) SELECT d.cid, d.name, "
+                    "sum(d.docs), sum(d.words) FROM d GROUP BY d.cid, d.name "
+                    "HAVING sum(d.docs) <> 0 OR sum(d.words) <> 0",
+                    schema.TEXT_TOTALS_TABLE, schema.TEXT_TOTALS_TABLE,
+                    schema.TEXT_TOTALS_TABLE))
     except psycopg.Error:
         logger.warning("folding the key sets' counts failed", exc_info=True)
 

@@ -58,7 +58,8 @@ def table_sizes(store):
         "FROM unnest({}::text[]) AS t(name) ORDER BY 1",
         [schema.ENTRIES, schema.META, schema.TEXT, schema.LISTS,
          schema.HOT, schema.HOT_SETS, schema.HOT_COUNTS,
-         schema.HOT_FREE_SETS]))]
+         schema.HOT_FREE_SETS, schema.HOT_KEY_COUNTS, schema.WORDS,
+         schema.LANGTEXT, schema.TEXT_TOTALS]))]
 
 
 def entries_page(store, prefix, b_start, b_size):

@@ -416,11 +416,11 @@ class CatalogStore(outside.EntriesOutside):
     def index_count(self, index):
         """Entries with a value in ``index``."""
         if index.pgc_storage == "text":
+            # the text rows' kept totals (schema version 5)
             return self.value(q(
-                "SELECT count(*) FROM {} JOIN {} ON e.rid = t.rid WHERE "
-                "e.cid = {} AND t.name = {}", schema.FROM_TEXT,
-                schema.FROM_ENTRIES, self.cid,
-                index.getId()))
+                "SELECT coalesce(sum(k.docs), 0)::bigint FROM {} k WHERE "
+                "k.cid = {} AND k.name = {}", schema.TEXT_TOTALS_TABLE,
+                self.cid, index.getId()))
         if index.pgc_storage == "path":
             return self.count()
         if index.pgc_storage != "idx":

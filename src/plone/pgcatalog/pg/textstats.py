@@ -1,9 +1,10 @@
 """Okapi's collection statistics and document frequencies, kept per process.
 
 A relevance score needs, per text index, the number of documents and their
-total length, and per query word the number of documents holding it.
-Counting them reads every text row of the index, so they are kept per
-process:
+total length, and per query word the number of documents holding it.  The
+first two are sums of the totals the text rows' triggers keep
+(``pgcatalog_text_totals``, a few rows); a word's is counted from the text
+rows holding it.  They are kept per process:
 
 * **Exact** when the catalog has change counters (``changes.py``; every
   catalog written to since they came): kept under the counters of the text
@@ -203,11 +204,15 @@ def _stats_key(store, index):
 
 
 def _stats_sql(store, index, row=False):
-    columns = "row(count(*), coalesce(sum({}), 0))" if row else \
-        "count(*), coalesce(sum({}), 0)"
-    return q("SELECT " + columns + " FROM {} JOIN {} ON e.rid = t.rid "
-             "WHERE e.cid = {} AND t.name = {}", index.pgc_doclen_sql("t"),
-             schema.FROM_TEXT, schema.FROM_ENTRIES, store.cid, index.getId())
+    # the sums of the totals the text rows' triggers keep (schema version
+    # 5): a few rows, where counting read every text row of the index
+    columns = "coalesce(sum(k.docs), 0)::bigint, coalesce(sum(k.words), " \
+        "0)::bigint"
+    if row:
+        columns = "row(" + columns + ")"
+    return q("SELECT " + columns + " FROM {} k WHERE k.cid = {} AND "
+             "k.name = {}", schema.TEXT_TOTALS_TABLE, store.cid,
+             index.getId())
 
 
 def _count(row):

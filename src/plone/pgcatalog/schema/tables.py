@@ -106,6 +106,7 @@ HOT_COUNTS = "pgcatalog_hot_counts"
 HOT_FREE_SETS = "pgcatalog_hot_free_sets"
 HOT_KEY_COUNTS = "pgcatalog_hot_key_counts"
 WORDS = "pgcatalog_words"
+TEXT_TOTALS = "pgcatalog_text_totals"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 #: the tables' names as SQL identifiers (composed into statements, never
@@ -130,6 +131,7 @@ HOT_KEY_COUNTS_TABLE = ident(HOT_KEY_COUNTS)
 META_LAYOUTS_TABLE = ident(META_LAYOUTS)
 COMMITS_TABLE = ident(COMMITS)
 WORDS_TABLE = ident(WORDS)
+TEXT_TOTALS_TABLE = ident(TEXT_TOTALS)
 
 #: the tables as statements name them, each with the one alias every
 #: statement gives it (``e.idx``, ``m.meta``, ``t.words``, ``h.keys``)

@@ -43,6 +43,12 @@ The queries (words chosen from the site's vocabulary as level1 does):
   published, roles, ``effectiveRange``), a folder's documents, every
   match; PSP, PSPD: two sections, alone and with a type; PR, PRA: the site
   root's path (as plone.restapi adds it) with a type, and anonymous.
+
+``--after-edit``: before each search, a committed change of one entry's
+text (``Title``, ``Description`` and ``SearchableText`` of one of five
+entries, a word added or taken off in turn), so every search is the first
+after an edit of the text indexes, as on a site being edited; the texts
+are put back after the run.  Only the searches are timed.
 """
 import json
 import statistics
@@ -131,6 +137,32 @@ def queries(plan):
     }
 
 
+#: ``--after-edit``: the entries whose texts change, as parts of the site
+EDITED = (0.31, 0.43, 0.57, 0.71, 0.89)
+
+
+def edit_text(db, plan, k, back=False):
+    """Commit a change of the texts of entry ``EDITED[k % 5]``: a word
+    added on even turns, taken off again on odd ones (``back``: put
+    back as built)."""
+    import transaction
+    from level1.common import SITE_ID
+    from level1.plan import make_stub_class
+    values = dict(plan.entry(int(EDITED[k % len(EDITED)] * plan.n)))
+    if not back and (k // len(EDITED)) % 2 == 0:
+        for name in ("Title", "Description", "SearchableText"):
+            values[name] = values[name] + " edited"
+    conn = db.open()
+    try:
+        transaction.begin()
+        catalog = conn.root()["Application"][SITE_ID]["portal_catalog"]
+        catalog.catalog_object(make_stub_class()(values), uid=values["path"])
+        transaction.commit()
+    finally:
+        transaction.abort()
+        conn.close()
+
+
 def child(args):
     import shared
     from level1.databases import db_name
@@ -142,11 +174,15 @@ def child(args):
     plan = Plan(args.scale, args.seed)
     out = {}
     only = set(args.only.split(",")) if args.only else None
+    edits = 0
     for qid, query in queries(plan).items():
         if only and qid not in only:
             continue
         times = []
         for i in range(args.warmup + args.iterations):
+            if args.after_edit:
+                edit_text(db, plan, edits)
+                edits += 1
             with Request(db) as req:
                 t0 = time.perf_counter()
                 results = req.catalog.unrestrictedSearchResults(**query)
@@ -164,6 +200,9 @@ def child(args):
                     "page": "b_size" in query,
                     "text": "SearchableText" in query or "Title" in query}
         shared.log(args.child, qid, "%.2f ms" % out[qid]["median"])
+    if args.after_edit:
+        for k in range(len(EDITED)):
+            edit_text(db, plan, k, back=True)
     with open(args.result, "w") as f:
         json.dump(out, f)
 
@@ -174,13 +213,17 @@ def main(argv=None):
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--only", help="only these query ids (comma separated)")
     p.add_argument("--output")
+    p.add_argument("--after-edit", action="store_true",
+                   help="commit a change of one entry's texts before each "
+                        "search")
     args = p.parse_args(argv)
     args.dsn = shared.server_dsn(args.dsn)
     if args.child:
         return child(args)
     found = shared.run_side_by_side(
         __file__, args, args.backends.split(","),
-        ["--only", args.only] if args.only else [])
+        (["--only", args.only] if args.only else []) +
+        (["--after-edit"] if args.after_edit else []))
     problems = []
     print("| query | matches | %s |%s" % (
         " | ".join("%s ms (p95)" % b for b in found),

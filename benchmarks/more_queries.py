@@ -11,10 +11,9 @@ server ``--dsn``; each engine runs in its own process (the result cache
 off), every query in a fresh read-only request, its first brains rendered
 (as level1 does).  Parity: the counts and, for every-match answers, the
 sets of paths must be the same; the relevance order, and so the members
-of a page by relevance, is compared for information only (a documented
-difference, see test_differential: a word's document frequency is
-counted up to ``scoring.DF_EXACT_LIMIT``, a broad glob's words share the
-glob's).
+of a page by relevance, is compared for information only (see
+test_differential: equal scores are listed in another order, a broad
+glob's words share the glob's frequency).
 
 The queries (words chosen from the site's vocabulary as level1 does):
 

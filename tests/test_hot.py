@@ -1203,9 +1203,9 @@ class TestTextRows(ManagerWithoutCache):
 
     def test_a_common_words_frequency_is_counted_exactly(self):
         """A word in the scoring statement's limit of documents or more
-        (2,000; here 2) is counted exactly by the tool, once, and kept: the
-        scores of every match and of a page are those of exact
-        frequencies, not of the limit."""
+        (2,000; here 2) has its exact frequency (the sum of its kept rows,
+        never a count up to the limit): the scores of every match and of a
+        page are those of exact frequencies, not of the limit."""
         index = self.catalog._catalog.getIndex("SearchableText")
         queries = [{"SearchableText": "apple cherry"},
                    {"SearchableText": "apple cherry", "portal_type":

@@ -139,7 +139,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_names", "pgcatalog_meta_layouts",
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
         "pgcatalog_hot_free_sets", "pgcatalog_langtext",
-        "pgcatalog_hot_key_counts", "pgcatalog_text_totals"])
+        "pgcatalog_hot_key_counts", "pgcatalog_text_totals",
+        "pgcatalog_text_df"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -621,3 +622,59 @@ def test_upgrade_keeps_text_totals(conn):
     assert conn.execute(TOTALS_OFF).fetchall() == []
     assert [r[:2] for r in rows] == sorted(set(r[:2] for r in rows))
     assert all(r[2] or r[3] for r in rows)
+
+
+DF_OFF = """
+SELECT coalesce(a.cid, k.cid), coalesce(a.name, k.name),
+       coalesce(a.word, k.word), a.n, k.n
+FROM (SELECT t.cid, t.name, u.word, count(*) AS n FROM pgcatalog_text t,
+             unnest(tsvector_to_array(t.tsv)) AS u(word)
+      WHERE u.word <> chr(3) GROUP BY 1, 2, 3) a
+FULL JOIN (SELECT cid, name, word, sum(n) AS n FROM pgcatalog_text_df
+           GROUP BY 1, 2, 3 HAVING sum(n) <> 0) k
+  ON k.cid = a.cid AND k.name = a.name AND k.word = a.word
+WHERE a.n IS DISTINCT FROM k.n"""
+
+
+def test_upgrade_keeps_word_frequencies(conn):
+    """Schema version 6: the words' document frequencies per catalog and
+    text index, filled by the step and kept by the text rows' triggers as
+    rows come, change (only the words added or taken off), go with their
+    entry, and are rolled back."""
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v5.sql"))
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/x1', 2, '{}'), (1, '/plone/x2', 2, '{}'), "
+        "(2, '/other/x3', 2, '{}')")
+    _text_row(conn, "/plone/x1", "Title", ["a", "b", "a"], dl=False)
+    migrations.apply(conn)
+    assert conn.execute(DF_OFF).fetchall() == []
+    df = ("SELECT word, sum(n) FROM pgcatalog_text_df WHERE cid = 1 AND "
+          "name = 'Title' GROUP BY 1 HAVING sum(n) <> 0")
+    assert dict(conn.execute(df).fetchall()) == {"a": 1, "b": 1}
+    _text_row(conn, "/plone/x2", "Title", ["a", "c"])
+    _text_row(conn, "/other/x3", "Title", ["a"])
+    assert conn.execute(DF_OFF).fetchall() == []
+    assert dict(conn.execute(df).fetchall()) == {"a": 2, "b": 1, "c": 1}
+    before = conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_df").fetchone()[0]
+    # a changed text: rows for the words it adds or takes off only
+    _text_row(conn, "/plone/x1", "Title", ["a", "d", "a"])
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_df").fetchone()[0] == before + 2
+    assert dict(conn.execute(df).fetchall()) == {"a": 2, "c": 1, "d": 1}
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with conn.transaction():
+            _text_row(conn, "/plone/x2", "Title", ["e"])
+            conn.execute("SELECT 1 / 0")
+    assert conn.execute(DF_OFF).fetchall() == []
+    conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/x2'")
+    assert conn.execute(DF_OFF).fetchall() == []
+    assert dict(conn.execute(df).fetchall()) == {"a": 1, "d": 1}
+    db.fold_hot_counts(conn.info.dsn)
+    rows = conn.execute(
+        "SELECT cid, name, word, n FROM pgcatalog_text_df").fetchall()
+    assert conn.execute(DF_OFF).fetchall() == []
+    assert len(rows) == len(set(r[:3] for r in rows))
+    assert all(r[3] for r in rows)

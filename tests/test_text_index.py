@@ -972,3 +972,18 @@ def test_persistent_class_path(env):
     assert b"plone.pgcatalog.indexes.text" in data
     assert b"indexes.text.index" not in data
     assert type(pickle.loads(data)) is PGZCTextIndex
+
+
+def test_a_quoted_lexeme_reads_back():
+    """A word's document frequency is looked up by its lexeme, read back
+    from the tsquery the scorer quoted (encoding.unquote_lexeme); any other
+    tsquery is counted from the text rows."""
+    from plone.pgcatalog.indexes.text.encoding import lexeme
+    from plone.pgcatalog.indexes.text.encoding import unquote_lexeme
+    for word in ["a", "it's", "o''k", "back\\slash", "\\", "'", "fo\x00o",
+                 "café", "a:*", "", "x" * 3000]:
+        lex = lexeme(word)
+        assert unquote_lexeme(text.quote_lexeme(lex)) == lex
+    for tsquery in ["'a':*", "'a' & 'b'", "'a' | 'b'", "!'a'", "'a':A",
+                    "a", "'a'x", "('a')"]:
+        assert unquote_lexeme(tsquery) is None, tsquery

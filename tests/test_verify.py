@@ -337,6 +337,31 @@ class TestVerify(VerifyCase):
             [b.data_record_score_ for b in
              self.catalog.unrestrictedSearchResults(query)], scores)
 
+    def test_wrong_frequency_of_a_word(self):
+        # the words' document frequencies are kept by the same triggers
+        # (schema version 6): a score reads them
+        query = {"SearchableText": "about"}
+        scores = [b.data_record_score_ for b in
+                  self.catalog.unrestrictedSearchResults(query)]
+        self.write("INSERT INTO {} (cid, name, word, n) VALUES ({}, "
+                   "'SearchableText', 'about', 40), ({}, 'Title', 'gone', "
+                   "1)", ident(schema.TEXT_DF), self.store().cid,
+                   self.store().cid)
+        from plone.pgcatalog.pg import textstats
+        textstats.forget()
+        self.assertNotEqual(
+            [b.data_record_score_ for b in
+             self.catalog.unrestrictedSearchResults(query)], scores)
+        report = self.verify()
+        self.assertFound(report, {"stale_hot": [
+            "df:SearchableText:about", "df:Title:gone"]})
+        report = self.verify(repair=True)
+        self.assertEqual(report.repaired, 2)
+        self.assertTrue(self.verify().clean)
+        self.assertEqual(
+            [b.data_record_score_ for b in
+             self.catalog.unrestrictedSearchResults(query)], scores)
+
     def test_a_word_missing_from_the_lexicon(self):
         # the lexicon is kept by triggers: only a change behind the
         # catalog's back loses a word, and a glob then misses its documents

@@ -242,6 +242,10 @@ class IRankingKind(Interface):
         words match ``tsquery``, up to ``pgc_df_limit`` (``exact``: all
         of them)."""
 
+    def pgc_df_capped(tsquery):
+        """Whether ``pgc_df_sql`` stops counting at ``pgc_df_limit`` for
+        ``tsquery`` (False where its count is exact anyway)."""
+
     def pgc_doclen_sql(alias="t"):
         """The word count (document length) of the text row ``alias``
         (None: the bare columns), a Fragment."""

@@ -349,17 +349,27 @@ class Verifier:
 
     def check_text_totals(self):
         """Text indexes whose kept totals of documents and words (Okapi's
-        collection statistics) do not add up to their text rows
-        (``stale_hot``, named ``totals:<index>``): counted again by a
+        collection statistics), or words whose kept document frequencies,
+        do not add up to their text rows (``stale_hot``, named
+        ``totals:<index>``, ``df:<index>:<word>``): counted again by a
         repair."""
         store = self.catalog._pgc_store()
-        wrong = verifystore.text_total_mismatches(store, HOT_ORPHANS_MAX)
-        for name, kept, rows in wrong:
+        totals = verifystore.text_total_mismatches(store, HOT_ORPHANS_MAX)
+        for name, kept, rows in totals:
             self.report.add("stale_hot", "totals:%s" % name,
                             "documents and words kept %d, %d; of the rows "
                             "%d, %d" % (kept + rows))
+        words = verifystore.text_df_mismatches(store, HOT_ORPHANS_MAX)
+        for name, word, kept, rows in words:
+            self.report.add("stale_hot", "df:%s:%s" % (name, word),
+                            "documents kept %d, of the rows %d"
+                            % (kept, rows))
+        wrong = totals + words
         if wrong and self.report.repair:
-            verifystore.recount_text_totals(store)
+            if totals:
+                verifystore.recount_text_totals(store)
+            if words:
+                verifystore.recount_text_df(store)
             textstats.forget()
             self.report.repaired += len(wrong)
             if self.on_batch is not None:

@@ -175,8 +175,9 @@ def text_total_mismatches(store, limit):
             for r in store.rows(q(
                 "SELECT coalesce(a.name, k.name), coalesce(k.docs, 0), "
                 "coalesce(k.words, 0), coalesce(a.docs, 0), coalesce(a.words, "
-                "0) FROM ({}) a FULL JOIN (SELECT k.name, sum(k.docs) AS docs, "
-                "sum(k.words) AS words FROM {} k WHERE k.cid = {} GROUP BY 1) "
+                "0) FROM ({}) a FULL JOIN (SELECT k.name, sum(k.docs) AS "
+                "docs, sum(k.words) AS words FROM {} k WHERE k.cid = {} "
+                "GROUP BY 1) "
                 "k ON k.name = a.name WHERE (coalesce(a.docs, 0), coalesce("
                 "a.words, 0)) <> (coalesce(k.docs, 0), coalesce(k.words, 0)) "
                 "ORDER BY 1 LIMIT {}", _text_counted(store.cid),
@@ -192,6 +193,41 @@ def recount_text_totals(store):
         "WITH d AS (DELETE FROM {} WHERE cid = {}) INSERT INTO {} (cid, "
         "name, docs, words) {}", schema.TEXT_TOTALS_TABLE, store.cid,
         schema.TEXT_TOTALS_TABLE, _text_counted(store.cid)))
+
+
+def _words_counted(cid):
+    # the catalog's text rows' words counted per text index, as the
+    # frequencies the triggers keep (pgcatalog_text_df, schema version 6)
+    # should sum
+    return q("SELECT t.cid, t.name, u.word, count(*) AS n FROM {} t CROSS "
+             "JOIN LATERAL unnest(tsvector_to_array(t.tsv)) AS u(word) WHERE "
+             "t.cid = {} AND u.word <> chr(3) GROUP BY 1, 2, 3",
+             schema.TEXT_TABLE, cid)
+
+
+def text_df_mismatches(store, limit):
+    """Up to ``limit`` ``(text index, word, documents kept, documents of
+    the rows)`` of the catalog's words whose kept document frequencies
+    (``pgcatalog_text_df``) do not add up to their text rows (one
+    statement, reading every text row of the catalog)."""
+    return [(r[0], r[1], int(r[2]), int(r[3])) for r in store.rows(q(
+        "SELECT coalesce(a.name, k.name), coalesce(a.word, k.word), "
+        "coalesce(k.n, 0), coalesce(a.n, 0) FROM ({}) a FULL JOIN (SELECT "
+        "k.name, k.word, sum(k.n) AS n FROM {} k WHERE k.cid = {} GROUP BY "
+        "1, 2) k ON k.name = a.name AND k.word = a.word WHERE coalesce(a.n, "
+        "0) <> coalesce(k.n, 0) ORDER BY 1, 2 LIMIT {}",
+        _words_counted(store.cid), schema.TEXT_DF_TABLE, store.cid,
+        literal(int(limit))))]
+
+
+def recount_text_df(store):
+    """Count the catalog's words per text index again into the kept
+    document frequencies (verify's repair), in one statement (as
+    :func:`recount_text_totals`)."""
+    store.session.execute_write(store.cid, q(
+        "WITH d AS (DELETE FROM {} WHERE cid = {}) INSERT INTO {} (cid, "
+        "name, word, n) {}", schema.TEXT_DF_TABLE, store.cid,
+        schema.TEXT_DF_TABLE, _words_counted(store.cid)))
 
 
 def hot_orphans(store, limit):

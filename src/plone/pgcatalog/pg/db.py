@@ -303,7 +303,8 @@ def analyze(dsn):
                 schema.ENTRIES_TABLE, schema.META_TABLE,
                 schema.TEXT_TABLE, schema.HOT_TABLE, schema.HOT_SETS_TABLE,
                 schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
-                schema.HOT_KEY_COUNTS_TABLE, schema.TEXT_TOTALS_TABLE])))
+                schema.HOT_KEY_COUNTS_TABLE, schema.TEXT_TOTALS_TABLE,
+                schema.TEXT_DF_TABLE])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",
@@ -510,8 +511,9 @@ def fold_hot_counts(dsn):
     """Fold the key sets' counts (``pgcatalog_hot_counts``, hot.py; and
     the free keys' per set, ``pgcatalog_hot_key_counts``): the rows of a
     set and range class (and key) become one, and those of sets that are
-    gone (their catalog dropped) go; the text indexes' totals
-    (``pgcatalog_text_totals``, textstats.py) likewise.  One statement, READ COMMITTED: the
+    gone (their catalog dropped) go; the text indexes' totals and words'
+    document frequencies (``pgcatalog_text_totals``, ``pgcatalog_text_df``,
+    textstats.py) likewise.  One statement, READ COMMITTED: the
     rows it deletes and the one it inserts change the sums of no snapshot;
     rows committed meanwhile are left for the next fold.  Best effort: run
     after this process's writing transactions of ``ANALYZE_AFTER_ROWS``
@@ -563,6 +565,17 @@ def fold_hot_counts(dsn):
                     "HAVING sum(d.docs) <> 0 OR sum(d.words) <> 0",
                     schema.TEXT_TOTALS_TABLE, schema.TEXT_TOTALS_TABLE,
                     schema.TEXT_TOTALS_TABLE))
+                # the words' document frequencies (schema version 6)
+                run(conn, q(
+                    "WITH many AS (SELECT k.cid, k.name, k.word FROM {} k "
+                    "GROUP BY k.cid, k.name, k.word HAVING count(*) > 1), d "
+                    "AS (DELETE FROM {} k USING many m WHERE k.cid = m.cid "
+                    "AND k.name = m.name AND k.word = m.word RETURNING "
+                    "k.cid, k.name, k.word, k.n) INSERT INTO {} (cid, name, "
+                    "word, n) SELECT d.cid, d.name, d.word, sum(d.n) FROM d "
+                    "GROUP BY d.cid, d.name, d.word HAVING sum(d.n) <> 0",
+                    schema.TEXT_DF_TABLE, schema.TEXT_DF_TABLE,
+                    schema.TEXT_DF_TABLE))
     except psycopg.Error:
         logger.warning("folding the key sets' counts failed", exc_info=True)
 

@@ -1,10 +1,11 @@
 """Okapi's collection statistics and document frequencies, kept per process.
 
 A relevance score needs, per text index, the number of documents and their
-total length, and per query word the number of documents holding it.  The
-first two are sums of the totals the text rows' triggers keep
-(``pgcatalog_text_totals``, a few rows); a word's is counted from the text
-rows holding it.  They are kept per process:
+total length, and per query word the number of documents holding it.
+They are sums of rows the text rows' triggers keep (schema versions 5 and
+6: ``pgcatalog_text_totals``; per word ``pgcatalog_text_df``, a few rows
+each); another tsquery's (a glob's) is counted from the text rows matching
+it.  They are kept per process:
 
 * **Exact** when the catalog has change counters (``changes.py``; every
   catalog written to since they came): kept under the counters of the text
@@ -18,17 +19,16 @@ rows holding it.  They are kept per process:
   TEXT_STATS_TTL seconds pass: another process's writes are then seen by
   the scores up to that late.
 
-A transaction with its own catalog writes counts them itself (never kept).
+A transaction with its own catalog writes reads them each time (never
+kept): the sums hold its own rows.
 All those a score needs and that are not kept are read in one statement
 (:func:`prefetch`).
 
-A common word (in the index kind's ``pgc_df_limit`` documents or more,
-whose count reads that many rows) is counted exactly once, and its count
-kept COMMON_DF_TTL seconds whatever changes meanwhile: its frequency lags
-by the documents changed in that time, a small part of a big number (the
-scores of a page by relevance at 100,000 entries were ZCatalog's with exact
-frequencies, another page with the frequencies capped at 2,000).  A glob's
-own frequency stays capped (its words' are what ZCatalog scores).
+A word's frequency is exact and current.  Another common tsquery (matching
+the index kind's ``pgc_df_limit`` documents or more, whose count reads
+that many rows) is counted exactly once, and its count kept COMMON_DF_TTL
+seconds whatever changes meanwhile.  A glob's own frequency stays capped
+(its words' are what ZCatalog scores).
 
 A glob's words are read from the lexicon (``pgcatalog_words``, schema
 version 11) and kept as the frequencies are (:func:`words`): each word is
@@ -98,7 +98,8 @@ def stats(store, index):
 
 def df(store, index, tsquery):
     """Documents of text index ``index`` matching ``tsquery`` (capped as
-    the index kind says): a word's document frequency."""
+    the index kind says; a word's exact, from its kept rows): a word's
+    document frequency."""
     key = _stats_key(store, index) + (tsquery,)
     found = _cached(store, index, _df, DF_MAX, key,
                     lambda: int(store.value(index.pgc_df_sql(store.cid,
@@ -142,10 +143,12 @@ def _read_words(store, index, prefix, pattern=None):
 
 
 def _common_word(index, tsquery, count):
-    """Whether ``count`` (a capped document frequency) is a common word's:
-    counted exactly (not a glob's, see the module docstring)."""
+    """Whether ``count`` (a capped document frequency) is that of a common
+    tsquery, to be counted exactly: not a glob's (see the module
+    docstring), nor one the kind counts exactly anyway (a word's)."""
     limit = index.pgc_df_limit  # (IRankingKind)
-    return limit is not None and count >= limit and ":*" not in tsquery
+    return limit is not None and count >= limit and ":*" not in tsquery \
+        and index.pgc_df_capped(tsquery)
 
 
 def _common_found(key):

@@ -107,6 +107,7 @@ HOT_FREE_SETS = "pgcatalog_hot_free_sets"
 HOT_KEY_COUNTS = "pgcatalog_hot_key_counts"
 WORDS = "pgcatalog_words"
 TEXT_TOTALS = "pgcatalog_text_totals"
+TEXT_DF = "pgcatalog_text_df"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 #: the tables' names as SQL identifiers (composed into statements, never
@@ -132,6 +133,7 @@ META_LAYOUTS_TABLE = ident(META_LAYOUTS)
 COMMITS_TABLE = ident(COMMITS)
 WORDS_TABLE = ident(WORDS)
 TEXT_TOTALS_TABLE = ident(TEXT_TOTALS)
+TEXT_DF_TABLE = ident(TEXT_DF)
 
 #: the tables as statements name them, each with the one alias every
 #: statement gives it (``e.idx``, ``m.meta``, ``t.words``, ``h.keys``)

@@ -36,7 +36,8 @@ _TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
            schema.LANGTEXT, schema.COMMITS, schema.INDEXES, schema.HOT_NAMES, schema.HOT_SETS,
            schema.HOT_FREE_SETS, schema.HOT)
 #: emptied with them, filled again by the trigger of the rows restored
-_DERIVED = (schema.HOT_COUNTS, schema.HOT_KEY_COUNTS, schema.TEXT_TOTALS)
+_DERIVED = (schema.HOT_COUNTS, schema.HOT_KEY_COUNTS, schema.TEXT_TOTALS,
+            schema.TEXT_DF)
 
 
 def snapshot():

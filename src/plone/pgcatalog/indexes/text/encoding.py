@@ -97,6 +97,20 @@ def quote_lexeme(lex):
     return "'" + lex.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+_QUOTED_RE = re.compile(r"'((?:[^'\\]|''|\\.)*)'\Z", re.S)
+
+
+def unquote_lexeme(text):
+    """The lexeme ``text`` (a tsquery's text) is made of, when it is one
+    lexeme as :func:`quote_lexeme` quotes it (no prefix, weight or
+    operator), else None."""
+    found = _QUOTED_RE.match(text)
+    if found is None:
+        return None
+    return re.sub(r"''|\\(.)", lambda m: m.group(1) or "'",
+                  found.group(1), flags=re.S)
+
+
 class TextValue(str):
     """A ``pgc_extract`` value: the tsvector input text, carrying the
     document length ``dl`` and the term frequencies ``tf`` (lexeme ->

@@ -32,6 +32,7 @@ from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.indexes.text import language
 from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_sql
+from plone.pgcatalog.indexes.text.encoding import unquote_lexeme
 from plone.pgcatalog.indexes.text.encoding import source_words
 from plone.pgcatalog.indexes.text.encoding import tsvector_literal
 from plone.pgcatalog.indexes.text.encoding import words_from_tsvector
@@ -281,8 +282,14 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         """The statement (a Fragment) counting the documents of catalog
         ``cid`` whose words match ``tsquery`` (a tsquery's text), up to
         ``pgc_df_limit`` (``exact``: all of them): the document frequency
-        a score uses."""
+        a score uses.  A word's is exact either way: the sum of its kept
+        rows (``pgcatalog_text_df``)."""
         return df_sql(self.getId(), cid, tsquery, exact)
+
+    def pgc_df_capped(self, tsquery):
+        """Whether ``pgc_df_sql`` stops counting ``tsquery``'s documents
+        at ``pgc_df_limit`` (not a word's: read from its kept rows)."""
+        return unquote_lexeme(tsquery) is None
 
     def pgc_doclen_sql(self, alias="t"):
         """The word count (Okapi document length) of the text row

@@ -46,6 +46,7 @@ from plone.pgcatalog.indexes.text.encoding import DL_MARK
 from plone.pgcatalog.indexes.text.encoding import dl_positions_sql
 from plone.pgcatalog.indexes.text.encoding import dl_sql
 from plone.pgcatalog.indexes.text.encoding import quote_lexeme
+from plone.pgcatalog.indexes.text.encoding import unquote_lexeme
 from plone.pgcatalog.indexes.text.querytree import _And
 from plone.pgcatalog.indexes.text.querytree import _Glob
 from plone.pgcatalog.indexes.text.querytree import _has_regex
@@ -394,7 +395,15 @@ def df_sql(index_id, cid, tsquery, exact=False):
     """The statement counting the documents of catalog ``cid`` whose text
     in index ``index_id`` matches ``tsquery`` (a tsquery's text), up to
     DF_EXACT_LIMIT (``exact``: all of them): a word's document frequency.
-    The catalog id and the tsquery are parameters."""
+    A word's (one lexeme) is the sum of its rows in the frequencies the
+    text rows' triggers keep (``pgcatalog_text_df``, schema version 6):
+    exact, a few rows.  The catalog id and the tsquery (or word) are
+    parameters."""
+    word = unquote_lexeme(tsquery)
+    if word is not None:
+        return q("SELECT coalesce(sum(k.n), 0)::bigint FROM {} k WHERE "
+                 "k.cid = {} AND k.name = {} AND k.word = {}",
+                 schema.TEXT_DF_TABLE, cid, index_id, word)
     words = indexed_words(literal(index_id), "x")
     if exact:
         return q("SELECT count(*) FROM {} x WHERE x.cid = {} AND {} @@ "

@@ -60,6 +60,29 @@ def catalog_exists(key):
                               "key = {}", key)).fetchone() is not None
 
 
+def text_kept(key):
+    """``(words of the catalog's text rows, its rows of kept
+    frequencies, the (text index, word) whose kept rows do not add up to
+    0)``: what the drop of a catalog leaves."""
+    with db.get_pool().connection() as conn:
+        cid = db.run(conn, q("SELECT cid FROM pgcatalog_catalogs WHERE "
+                             "key = {}", key)).fetchone()[0]
+
+        def kept():
+            return db.run(conn, q(
+                "SELECT (SELECT count(*) FROM (SELECT DISTINCT t.name, "
+                "u.word FROM pgcatalog_text t, unnest(tsvector_to_array("
+                "t.tsv)) AS u(word) WHERE t.cid = {} AND u.word <> chr(3)) "
+                "w), (SELECT count(*) FROM pgcatalog_text_df WHERE cid = {}), "
+                "(SELECT count(*) FROM (SELECT name, word FROM "
+                "pgcatalog_text_df WHERE cid = {} GROUP BY 1, 2 HAVING "
+                "sum(n) <> 0) d) + (SELECT count(*) FROM (SELECT name FROM "
+                "pgcatalog_text_totals WHERE cid = {} GROUP BY 1 HAVING "
+                "sum(docs) <> 0 OR sum(words) <> 0) d)", cid, cid, cid,
+                cid)).fetchone()
+        return kept
+
+
 class OnlineCase(unittest.TestCase):
     layer = PGCATALOG_FUNCTIONAL_TESTING
     docs = 24
@@ -135,8 +158,13 @@ class TestOnlineRebuild(OnlineCase):
         self.assertEqual(len(self.documents()), self.docs)
         # the old catalog stays until the grace period passed
         self.assertTrue(catalog_exists(old_key))
+        kept = text_kept(old_key)
+        words, before, _ = kept()
         self.assertEqual(build.drop(grace=0), self.total)
         self.assertFalse(catalog_exists(old_key))
+        # its words' frequencies taken off once per batch of the drop (one
+        # batch here), not once per entry; nothing left to add up
+        self.assertEqual(kept(), (0, before + words, 0))
         # the result cache's generation starts again with the next write
         # (from the new catalog's stamp): answers are cached again
         self.assertIsNone(result_cache.generation(self.catalog))

@@ -672,9 +672,13 @@ def test_upgrade_keeps_word_frequencies(conn):
     conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/x2'")
     assert conn.execute(DF_OFF).fetchall() == []
     assert dict(conn.execute(df).fetchall()) == {"a": 1, "d": 1}
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_text_df WHERE NOT folded"
+    ).fetchone()[0] > 0
     db.fold_hot_counts(conn.info.dsn)
     rows = conn.execute(
-        "SELECT cid, name, word, n FROM pgcatalog_text_df").fetchall()
+        "SELECT cid, name, word, n, folded FROM pgcatalog_text_df"
+    ).fetchall()
     assert conn.execute(DF_OFF).fetchall() == []
     assert len(rows) == len(set(r[:3] for r in rows))
-    assert all(r[3] for r in rows)
+    assert all(r[3] and r[4] for r in rows)

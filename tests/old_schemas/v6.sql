@@ -881,7 +881,8 @@ CREATE TABLE public.pgcatalog_text_df (
     cid integer NOT NULL,
     name text NOT NULL,
     word text COLLATE "C" NOT NULL,
-    n bigint NOT NULL
+    n bigint NOT NULL,
+    folded boolean NOT NULL DEFAULT false
 ) WITH (autovacuum_vacuum_scale_factor = 0.05,
         autovacuum_analyze_scale_factor = 0.05);
 
@@ -890,11 +891,16 @@ CREATE INDEX pgcatalog_text_df_word
     ON public.pgcatalog_text_df (cid, name, word) INCLUDE (n);
 
 
+CREATE INDEX pgcatalog_text_df_unfolded
+    ON public.pgcatalog_text_df (cid, name, word) WHERE NOT folded;
+
+
 COMMENT ON TABLE public.pgcatalog_text_df IS
 'plone.pgcatalog: per catalog (cid), text index (name) and word, rows of
 documents added or taken off whose sum is the number of text rows holding
 the word (its document frequency); written by the triggers on
-pgcatalog_text, folded from time to time';
+pgcatalog_text (folded false), folded from time to time into one row per
+word (folded true)';
 
 
 CREATE OR REPLACE FUNCTION public.pgcatalog_text_totals_add() RETURNS trigger
@@ -966,8 +972,8 @@ BEGIN
     -- writers wait: a text row written meanwhile, before the new
     -- function, would not be counted
     LOCK TABLE public.pgcatalog_text IN SHARE MODE;
-    INSERT INTO public.pgcatalog_text_df (cid, name, word, n)
-    SELECT t.cid, t.name, u.word, count(*)
+    INSERT INTO public.pgcatalog_text_df (cid, name, word, n, folded)
+    SELECT t.cid, t.name, u.word, count(*), true
     FROM public.pgcatalog_text t
     CROSS JOIN LATERAL unnest(tsvector_to_array(t.tsv)) AS u(word)
     WHERE u.word <> chr(3)

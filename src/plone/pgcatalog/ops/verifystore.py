@@ -226,8 +226,9 @@ def recount_text_df(store):
     :func:`recount_text_totals`)."""
     store.session.execute_write(store.cid, q(
         "WITH d AS (DELETE FROM {} WHERE cid = {}) INSERT INTO {} (cid, "
-        "name, word, n) {}", schema.TEXT_DF_TABLE, store.cid,
-        schema.TEXT_DF_TABLE, _words_counted(store.cid)))
+        "name, word, n, folded) SELECT c.*, true FROM ({}) c",
+        schema.TEXT_DF_TABLE, store.cid, schema.TEXT_DF_TABLE,
+        _words_counted(store.cid)))
 
 
 def hot_orphans(store, limit):

@@ -565,15 +565,17 @@ def fold_hot_counts(dsn):
                     "HAVING sum(d.docs) <> 0 OR sum(d.words) <> 0",
                     schema.TEXT_TOTALS_TABLE, schema.TEXT_TOTALS_TABLE,
                     schema.TEXT_TOTALS_TABLE))
-                # the words' document frequencies (schema version 6)
+                # the words' document frequencies (schema version 6): the
+                # words of the rows written since the last fold (a partial
+                # index holds them), not every word of the catalogs
                 run(conn, q(
-                    "WITH many AS (SELECT k.cid, k.name, k.word FROM {} k "
-                    "GROUP BY k.cid, k.name, k.word HAVING count(*) > 1), d "
-                    "AS (DELETE FROM {} k USING many m WHERE k.cid = m.cid "
-                    "AND k.name = m.name AND k.word = m.word RETURNING "
-                    "k.cid, k.name, k.word, k.n) INSERT INTO {} (cid, name, "
-                    "word, n) SELECT d.cid, d.name, d.word, sum(d.n) FROM d "
-                    "GROUP BY d.cid, d.name, d.word HAVING sum(d.n) <> 0",
+                    "WITH many AS (SELECT DISTINCT k.cid, k.name, k.word FROM "
+                    "{} k WHERE NOT k.folded), d AS (DELETE FROM {} k USING "
+                    "many m WHERE k.cid = m.cid AND k.name = m.name AND "
+                    "k.word = m.word RETURNING k.cid, k.name, k.word, k.n) "
+                    "INSERT INTO {} (cid, name, word, n, folded) SELECT "
+                    "d.cid, d.name, d.word, sum(d.n), true FROM d GROUP BY "
+                    "d.cid, d.name, d.word HAVING sum(d.n) <> 0",
                     schema.TEXT_DF_TABLE, schema.TEXT_DF_TABLE,
                     schema.TEXT_DF_TABLE))
     except psycopg.Error:

@@ -13,8 +13,9 @@ behind.
 rows of documents added or taken off, written by the text rows' statement
 triggers beside the totals of schema version 5 (an update adds rows only
 for the words it adds or takes off), folded from time to time
-(``db.fold_hot_counts``).  A word's frequency is the sum of its few rows:
-exact and current for every word.
+(``db.fold_hot_counts``: the words of the rows written since the last fold,
+found under a partial index, become one row each).  A word's frequency is
+the sum of its few rows: exact and current for every word.
 
 The step creates the table, replaces the triggers' function, and counts
 the words of the text rows as they are.  Writes wait while it runs (the
@@ -31,7 +32,8 @@ CREATE TABLE @home@.pgcatalog_text_df (
     cid integer NOT NULL,
     name text NOT NULL,
     word text COLLATE "C" NOT NULL,
-    n bigint NOT NULL
+    n bigint NOT NULL,
+    folded boolean NOT NULL DEFAULT false
 ) WITH (autovacuum_vacuum_scale_factor = 0.05,
         autovacuum_analyze_scale_factor = 0.05)"""
 
@@ -39,12 +41,20 @@ INDEX = """
 CREATE INDEX pgcatalog_text_df_word
     ON @home@.pgcatalog_text_df (cid, name, word) INCLUDE (n)"""
 
+#: the rows the triggers wrote since the last fold: a fold reads the words
+#: they name, not every word of the catalog (2,060,007 rows at 1,000,000
+#: entries: 0.6 s to group them all)
+UNFOLDED = """
+CREATE INDEX pgcatalog_text_df_unfolded
+    ON @home@.pgcatalog_text_df (cid, name, word) WHERE NOT folded"""
+
 COMMENT = """
 COMMENT ON TABLE @home@.pgcatalog_text_df IS
 'plone.pgcatalog: per catalog (cid), text index (name) and word, rows of
 documents added or taken off whose sum is the number of text rows holding
 the word (its document frequency); written by the triggers on
-pgcatalog_text, folded from time to time'"""
+pgcatalog_text (folded false), folded from time to time into one row per
+word (folded true)'"""
 
 #: a text row's word count: the stored dl, else the tsvector's marker
 #: (a lexeme chr(3) whose two positions encode it)
@@ -109,8 +119,8 @@ BEGIN
     -- writers wait: a text row written meanwhile, before the new
     -- function, would not be counted
     LOCK TABLE @home@.pgcatalog_text IN SHARE MODE;
-    INSERT INTO @home@.pgcatalog_text_df (cid, name, word, n)
-    SELECT t.cid, t.name, u.word, count(*)
+    INSERT INTO @home@.pgcatalog_text_df (cid, name, word, n, folded)
+    SELECT t.cid, t.name, u.word, count(*), true
     FROM @home@.pgcatalog_text t
     CROSS JOIN LATERAL unnest(tsvector_to_array(t.tsv)) AS u(word)
     WHERE u.word <> chr(3)
@@ -121,5 +131,5 @@ $pgcatalog$"""
 STEP = Step(
     6, "the words' document frequencies kept per text index: the table "
     "pgcatalog_text_df, kept by the text rows' triggers",
-    [TABLE, INDEX, COMMENT, ADD, FILL],
+    [TABLE, INDEX, UNFOLDED, COMMENT, ADD, FILL],
     blocks_writes=True, seconds_per_100k=5.4, compatible=True)

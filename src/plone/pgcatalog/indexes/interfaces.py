@@ -242,6 +242,11 @@ class IRankingKind(Interface):
         words match ``tsquery``, up to ``pgc_df_limit`` (``exact``: all
         of them)."""
 
+    def pgc_words_df_sql(cid, tsqueries):
+        """The statement of several words' document frequencies
+        (``tsqueries`` for which ``pgc_df_capped`` is False): one
+        ``bigint[]``, in their order."""
+
     def pgc_df_capped(tsquery):
         """Whether ``pgc_df_sql`` stops counting at ``pgc_df_limit`` for
         ``tsquery`` (False where its count is exact anyway)."""

@@ -177,15 +177,27 @@ def prefetch(store, index, tsqueries):
     if _found(_stats, key, version) is None:
         columns.append(q("({})", _stats_sql(store, index, row=True)))
         fill.append((_stats, key, STATS_MAX, _count))
-    for tsquery in dict.fromkeys(tsqueries):
-        df_key = key + (tsquery,)
-        if _found(_df, df_key, version) is None:
+    missing = [tsquery for tsquery in dict.fromkeys(tsqueries)
+               if _found(_df, key + (tsquery,), version) is None]
+    # the words' (a glob's, up to 500) read together, in one column
+    words = [tsquery for tsquery in missing
+             if not index.pgc_df_capped(tsquery)]
+    if len(words) < 2:
+        words = []
+    for tsquery in missing:
+        if not words or tsquery not in words:
             columns.append(q("({})", index.pgc_df_sql(store.cid, tsquery)))
-            fill.append((_df, df_key, DF_MAX, int))
-    if len(columns) < 2:
+            fill.append((_df, key + (tsquery,), DF_MAX, int))
+    if words:
+        columns.append(q("({})", index.pgc_words_df_sql(store.cid, words)))
+    if len(fill) + len(words) < 2:
         return      # one statement either way
     _expect(store, version)
     row = store.execute(q("SELECT {}", join(", ", columns))).fetchone()
+    if words:
+        row, counts = row[:-1], row[-1]
+        for tsquery, count in zip(words, counts):
+            _keep(store, _df, key + (tsquery,), DF_MAX, version, int(count))
     common = []
     for value, (cache, cache_key, size, convert) in zip(row, fill):
         value = convert(value)

@@ -42,6 +42,7 @@ from plone.pgcatalog.indexes.text.querytree import resolve_globs
 from plone.pgcatalog.indexes.text.querytree import translate
 from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import df_sql
+from plone.pgcatalog.indexes.text.scoring import words_df_sql
 from plone.pgcatalog.indexes.text.scoring import indexed_words
 from plone.pgcatalog.indexes.text.scoring import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
@@ -285,6 +286,13 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         a score uses.  A word's is exact either way: the sum of its kept
         rows (``pgcatalog_text_df``)."""
         return df_sql(self.getId(), cid, tsquery, exact)
+
+    def pgc_words_df_sql(self, cid, tsqueries):
+        """The statement (a Fragment) of the document frequencies of
+        several words (``tsqueries`` of one lexeme each: not
+        ``pgc_df_capped``) in catalog ``cid``: one ``bigint[]``, in their
+        order."""
+        return words_df_sql(self.getId(), cid, tsqueries)
 
     def pgc_df_capped(self, tsquery):
         """Whether ``pgc_df_sql`` stops counting ``tsquery``'s documents

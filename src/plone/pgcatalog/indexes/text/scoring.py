@@ -414,6 +414,21 @@ def df_sql(index_id, cid, tsquery, exact=False):
              literal(DF_EXACT_LIMIT))
 
 
+def words_df_sql(index_id, cid, tsqueries):
+    """The statement of the document frequencies of several words
+    (``tsqueries`` of one lexeme each) in catalog ``cid``'s text index
+    ``index_id``, from their kept rows: one ``bigint[]`` in their order
+    (a glob's words in one scan of the frequencies' B-tree, where a
+    sub-select per word was planned and run once each)."""
+    words = [unquote_lexeme(tsquery) for tsquery in tsqueries]
+    return q("SELECT array_agg(coalesce(k.n, 0)::bigint ORDER BY w.i) FROM "
+             "unnest({}::text[]) WITH ORDINALITY AS w(word, i) LEFT JOIN "
+             "(SELECT k.word, sum(k.n) AS n FROM {} k WHERE k.cid = {} AND "
+             "k.name = {} AND k.word = ANY({}::text[]) GROUP BY k.word) k "
+             "ON k.word = w.word", words, schema.TEXT_DF_TABLE, cid,
+             index_id, words)
+
+
 def glob_filter(node, lex):
     """The lexeme ``lex`` (a Fragment) is one the glob ``node`` matches."""
     conds = [q("starts_with({}, {})", lex, literal(node.prefix))]

@@ -142,7 +142,12 @@ class TestAdminViews(unittest.TestCase):
                                        "pgcatalog_text", "pgcatalog_lists",
                                        "pgcatalog_hot", "pgcatalog_hot_sets",
                                        "pgcatalog_hot_counts",
-                                       "pgcatalog_hot_free_sets"})
+                                       "pgcatalog_hot_free_sets",
+                                       "pgcatalog_hot_key_counts",
+                                       "pgcatalog_words",
+                                       "pgcatalog_langtext",
+                                       "pgcatalog_text_totals",
+                                       "pgcatalog_text_df"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

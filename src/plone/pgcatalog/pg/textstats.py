@@ -184,8 +184,9 @@ def prefetch(store, index, tsqueries):
              if not index.pgc_df_capped(tsquery)]
     if len(words) < 2:
         words = []
+    together = set(words)
     for tsquery in missing:
-        if not words or tsquery not in words:
+        if tsquery not in together:
             columns.append(q("({})", index.pgc_df_sql(store.cid, tsquery)))
             fill.append((_df, key + (tsquery,), DF_MAX, int))
     if words:

@@ -421,11 +421,11 @@ def words_df_sql(index_id, cid, tsqueries):
     (a glob's words in one scan of the frequencies' B-tree, where a
     sub-select per word was planned and run once each)."""
     words = [unquote_lexeme(tsquery) for tsquery in tsqueries]
-    return q("SELECT array_agg(coalesce(k.n, 0)::bigint ORDER BY w.i) FROM "
-             "unnest({}::text[]) WITH ORDINALITY AS w(word, i) LEFT JOIN "
-             "(SELECT k.word, sum(k.n) AS n FROM {} k WHERE k.cid = {} AND "
-             "k.name = {} AND k.word = ANY({}::text[]) GROUP BY k.word) k "
-             "ON k.word = w.word", words, schema.TEXT_DF_TABLE, cid,
+    return q("SELECT ARRAY(SELECT coalesce(k.n, 0)::bigint FROM unnest({}::"
+             "text[]) WITH ORDINALITY AS w(word, i) LEFT JOIN (SELECT "
+             "k.word, sum(k.n) AS n FROM {} k WHERE k.cid = {} AND k.name = "
+             "{} AND k.word = ANY({}::text[]) GROUP BY k.word) k ON k.word = "
+             "w.word ORDER BY w.i)", words, schema.TEXT_DF_TABLE, cid,
              index_id, words)
 
 

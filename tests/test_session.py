@@ -415,6 +415,42 @@ class TestSession(unittest.TestCase):
         self.assertNotEqual(self.session().conn.info.backend_pid, pid)
         transaction.commit()
 
+    def kill_backend(self):
+        pid = self.session().conn.info.backend_pid
+        with db.get_pool().connection() as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        time.sleep(0.2)
+
+    def test_a_savepoint_the_server_refused_keeps_the_transaction(self):
+        # the catalog's SAVEPOINT fails (its backend killed, a cancel):
+        # the ZODB transaction goes on (a savepoint that raised would doom
+        # it), reading on a new connection
+        self.portal.invokeFactory("Document", "kept", title="Kept")
+        transaction.commit()
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        self.kill_backend()
+        savepoint = transaction.savepoint()
+        result_cache.forget()
+        self.assertEqual(ids(self.catalog.unrestrictedSearchResults(
+            id="kept")), ["kept"])
+        savepoint.rollback()
+        transaction.commit()
+        # writes made before it are lost with the connection: the commit
+        # says so, even after a rollback to the savepoint
+        self.portal.invokeFactory("Document", "lost", title="Lost")
+        self.assertEqual(ids(self.catalog.unrestrictedSearchResults(
+            id="lost")), ["lost"])     # (written, then read)
+        self.assertTrue(self.session().wrote)
+        self.kill_backend()
+        savepoint = transaction.savepoint()
+        savepoint.rollback()
+        with self.assertRaises(DatabaseUnavailable):
+            transaction.commit()
+        transaction.abort()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            id="lost")), 0)
+
     def test_no_free_connection_fails_fast_and_retryably(self):
         pool = db.get_pool()
         transaction.abort()

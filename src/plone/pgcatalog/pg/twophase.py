@@ -242,8 +242,23 @@ class SessionSavepoint:
         self.pg_name = None
         if session.begun:
             session._sp_seq += 1
-            self.pg_name = "pgc_sp_%d" % session._sp_seq
-            self._send("SAVEPOINT " + self.pg_name)
+            pg_name = "pgc_sp_%d" % session._sp_seq
+            try:
+                session.connection().execute("SAVEPOINT " + pg_name,
+                                             prepare=False)
+            except psycopg.Error as exc:
+                # refused (cancelled) or the connection gone: the catalog
+                # transaction was ended, its writes, if any, lost and the
+                # loss kept for the commit (session.failed).  The savepoint
+                # marks that state (nothing in PostgreSQL to roll back to;
+                # a rollback keeps the loss): the ZODB transaction goes on,
+                # where a savepoint that raised would doom it.
+                session._contain(session.conn, exc, False)
+                dberrors.translate_error(exc, "SAVEPOINT")    # logged
+                self.wrote = session.wrote
+                self.failed = session.failed
+            else:
+                self.pg_name = pg_name
 
     def _send(self, statement):
         try:

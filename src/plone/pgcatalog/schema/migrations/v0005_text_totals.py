@@ -4,8 +4,10 @@ A relevance score needs, per text index, the number of documents and their
 total length (Okapi's collection statistics; ZCTextIndex keeps
 ``document_count`` and ``_totaldoclen`` the same way).  They were counted
 from every text row of the index after each change of its text, in the
-first search that needed them: 68 ms warm at 100,000 entries, ten times
-that at 1,000,000, paid by the first text search after every edit.
+first search that needed them: 68 ms warm at 100,000 entries (a two-word
+search right after an edit took 1.25 s at 1,000,000 with the words'
+counts too, BENCHMARKS.md), paid by the first text search after every
+edit.
 
 ``pgcatalog_text_totals`` holds, per catalog and text index, insert-only
 rows of documents and words added (or taken off, negative), written by

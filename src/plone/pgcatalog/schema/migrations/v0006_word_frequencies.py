@@ -43,7 +43,7 @@ CREATE INDEX pgcatalog_text_df_word
 
 #: the rows the triggers wrote since the last fold: a fold reads the words
 #: they name, not every word of the catalog (2,060,007 rows at 1,000,000
-#: entries: 0.6 s to group them all)
+#: entries)
 UNFOLDED = """
 CREATE INDEX pgcatalog_text_df_unfolded
     ON @home@.pgcatalog_text_df (cid, name, word) WHERE NOT folded"""

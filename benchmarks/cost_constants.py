@@ -8,7 +8,7 @@ microseconds:
   (``ENTRY_LOOKUP_US`` per match) or the entries meeting the conditions
   read once and joined to the matches by a hash (``ENTRY_HASHED_US`` per
   entry);
-* ``scoring.Postings.pays``: a union of words read word by word
+* ``postings.Postings.pays``: a union of words read word by word
   (``POSTING_US`` per row read) or matched at once (``UNION_ROW_US`` per
   row of the union) and its rows the other conditions keep scored over
   their lexemes (``ROW_SCORE_US`` per row).
@@ -24,7 +24,7 @@ count(*), max(score) FROM (...) s``, where the search's answer sorts and
 aggregates them, the same in both ways of a choice):
 
 =========  ==============================================================
-postings   the union read word by word alone (``scoring.postings_sql``)
+postings   the union read word by word alone (``postings.postings_sql``)
 lookup     the same, each match's entry looked up for ``is_folderish``
            (``relevance.postings_joined``)
 hashed     the same, kept among the entries meeting it, read once and
@@ -380,7 +380,7 @@ def main(argv=None):
     db, startup = shared.start_backend(BACKEND, dsn, 5000, [], "cost-")
     log("Zope started in %.1fs" % startup)
 
-    from plone.pgcatalog.indexes.text import scoring
+    from plone.pgcatalog.indexes.text import postings as word_by_word
     from plone.pgcatalog.pg import db as pgdb
     from plone.pgcatalog.search import relevance
     try:
@@ -444,9 +444,9 @@ def main(argv=None):
     rounds = per_row(times, counts)
     code = {"ENTRY_LOOKUP_US": relevance.ENTRY_LOOKUP_US,
             "ENTRY_HASHED_US": relevance.ENTRY_HASHED_US,
-            "POSTING_US": scoring.POSTING_US,
-            "UNION_ROW_US": scoring.UNION_ROW_US,
-            "ROW_SCORE_US": scoring.ROW_SCORE_US}
+            "POSTING_US": word_by_word.POSTING_US,
+            "UNION_ROW_US": word_by_word.UNION_ROW_US,
+            "ROW_SCORE_US": word_by_word.ROW_SCORE_US}
     measured = {name: statistics.median(values)
                 for name, values in rounds.items()}
     result = {

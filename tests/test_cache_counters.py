@@ -401,8 +401,9 @@ class TestInvalidation(unittest.TestCase):
 
 class TestTextStatistics(unittest.TestCase):
     """A relevance search reads the collection statistics and every
-    word's document frequency in one statement (after a commit, before
-    the first text search of the process)."""
+    word's document frequency the process does not keep in one statement
+    (after a commit, before the first text search of the process); a
+    search of words and phrases reads them in its own statement."""
 
     layer = PGCATALOG_FUNCTIONAL_TESTING
 
@@ -420,14 +421,15 @@ class TestTextStatistics(unittest.TestCase):
     def tearDown(self):
         transaction.abort()
 
-    def scores(self):
-        textstats.forget()
+    def scores(self, text="alpha OR beta", forget=True):
+        if forget:
+            textstats.forget()
         result_cache.forget()
         try:
             found, sent = statements(self.catalog, lambda: [
                 (b.getId, b.data_record_score_) for b in
                 self.catalog.unrestrictedSearchResults(
-                    SearchableText="alpha beta")])
+                    SearchableText=text)])
         finally:
             transaction.abort()
         return found, sent
@@ -440,13 +442,38 @@ class TestTextStatistics(unittest.TestCase):
         # alpha and beta: their kept frequencies in one array
         self.assertEqual(first.count("pgcatalog_text_df"), 1)
         self.assertIn("WITH ORDINALITY", first)
-        # + search and scores (one pass over the text rows), metadata
+        # + search and scores, metadata
         self.assertEqual(len(sent), 3)
         with mock.patch("plone.pgcatalog.pg.textstats.prefetch"):
             alone, sent = self.scores()
         self.assertEqual(len(sent), 5)
         self.assertEqual(found, alone)
         self.assertEqual(len(found), 6)
+
+    def test_words_read_them_in_the_search(self):
+        # nothing kept: the search's own statement reads the totals and
+        # both words' frequencies (no statement before it)
+        found, sent = self.scores("alpha beta")
+        self.assertEqual(len(sent), 2)
+        self.assertIn("pgcatalog_text_totals", sent[0])
+        self.assertEqual(sent[0].count("pgcatalog_text_df"), 2)
+        self.assertIn("array_agg(s.score", sent[0])
+        # the same scores from the values the process keeps (a union
+        # read them first): literals, no kept rows read
+        self.scores("alpha OR beta")
+        kept, sent = self.scores("alpha beta", forget=False)
+        self.assertEqual(len(sent), 2)
+        self.assertNotIn("pgcatalog_text_df", sent[0])
+        self.assertNotIn("pgcatalog_text_totals", sent[0])
+        self.assertEqual(found, kept)
+        self.assertEqual(len(found), 6)
+        # a phrase too, and a word beside a negated one
+        for text in ('"alpha beta"', "alpha AND NOT gamma"):
+            read, sent = self.scores(text)
+            self.assertEqual(len(sent), 2, text)
+            self.scores("alpha OR beta")
+            again, _ = self.scores(text, forget=False)
+            self.assertEqual(read, again, text)
 
     def words(self, text):
         """The statements of a relevance search for ``text`` (the result
@@ -462,24 +489,26 @@ class TestTextStatistics(unittest.TestCase):
     def test_kept_statistics_follow_the_text_index_counter(self):
         from unittest import mock
         textstats.forget()
-        self.words("alpha")
+        # (a union: its statistics read before the search, and kept)
+        self.words("alpha OR beta")
         # a commit that changes no text keeps them (not the process's
         # commit count: exact for other processes' commits too)
         self.catalog.catalog_object(self.portal.t0, "/plone/t0",
                                     idxs=["getId"])
         transaction.commit()
-        _, sent = self.words("beta")
+        _, sent = self.words("beta OR alpha")
         self.assertNotIn("pgcatalog_text_totals", " ".join(sent))
+        self.assertNotIn("pgcatalog_text_df", " ".join(sent))
         # another process's commit changing text: this process's commit
         # count does not move, the counters do
         with mock.patch("plone.pgcatalog.pg.db.commit_generation",
                         return_value=-1):
-            self.words("alpha")
+            self.words("alpha OR beta")
             self.portal.t0.setTitle("alpha alpha alpha alpha alpha gamma")
             self.portal.t0.reindexObject()
             transaction.commit()
-            kept, sent = self.words("alpha")
+            kept, sent = self.words("alpha OR beta")
         self.assertIn("pgcatalog_text_totals", sent[0])
         textstats.forget()
-        fresh, _ = self.words("alpha")
+        fresh, _ = self.words("alpha OR beta")
         self.assertEqual(kept, fresh)

@@ -22,6 +22,7 @@ from ZODB.POSException import ConflictError
 
 from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
+from plone.pgcatalog.indexes.text import postings
 from plone.pgcatalog.indexes.text import scoring
 from plone.pgcatalog.ops import verifystore
 from plone.pgcatalog.pg import db
@@ -983,7 +984,7 @@ class TestTextRows(ManagerWithoutCache):
                              text)
             if text == "banana OR cherry":
                 # a union of words: read word by word
-                # (scoring.postings_sql)
+                # (postings.postings_sql)
                 self.assertIn("w(lex, query, idf)", search)
                 continue
             self.assertIn('FROM "pgcatalog_text" e', search, text)
@@ -1021,7 +1022,7 @@ class TestTextRows(ManagerWithoutCache):
         extras = ({}, {"b_size": 2}, {"path": "/plone"},
                   {"portal_type": "Document"})
         # the union read row by row
-        rowwise = unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS",
+        rowwise = unittest.mock.patch.object(postings, "POSTINGS_MIN_WORDS",
                                              100)
         with rowwise:
             rows = [self.full(dict(extra, SearchableText=union))
@@ -1030,12 +1031,12 @@ class TestTextRows(ManagerWithoutCache):
         self.assertEqual(len(rows[0]), 5)
         self.assertEqual(len(beside), 1)
         # row by row, the glob's words read as words (10) or in one pass
-        # (4, 1); and read word by word (scoring.postings_sql)
+        # (4, 1); and read word by word (postings.postings_sql)
         for columns in (10, 4, 1, None):
             with unittest.mock.patch.object(
                     scoring, "GLOB_WORD_COLUMNS", columns or 4), \
                     unittest.mock.patch.object(
-                        scoring, "POSTINGS_MIN_WORDS",
+                        postings, "POSTINGS_MIN_WORDS",
                         100 if columns else 2):
                 for extra, expected in zip(extras, rows):
                     self.assertEqual(
@@ -1081,7 +1082,7 @@ class TestTextRows(ManagerWithoutCache):
         not depend on the other conditions); a page is the slice of it,
         its scores normalized by the best of every match."""
         # (row by row: a union of words is read word by word below)
-        with unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS", 100):
+        with unittest.mock.patch.object(postings, "POSTINGS_MIN_WORDS", 100):
             self._other_conditions(("apple", "apple cherry",
                                     '"apple banana"', "cher*",
                                     "banana OR cherry",
@@ -1090,7 +1091,7 @@ class TestTextRows(ManagerWithoutCache):
 
     def test_other_conditions_word_by_word(self):
         """The same for unions of words read word by word
-        (scoring.postings_sql), their matches
+        (postings.postings_sql), their matches
         then kept by the hot rows (a hashed semi-join); beside a condition
         on the entries, row by row."""
         self._other_conditions(("banana OR cherry",
@@ -1122,12 +1123,12 @@ class TestTextRows(ManagerWithoutCache):
                       {"is_folderish": False, "b_size": 2},
                       {"path": "/plone/texts"}):
             query = dict(extra, SearchableText=union)
-            with unittest.mock.patch.object(scoring, "POSTINGS_MIN_WORDS",
+            with unittest.mock.patch.object(postings, "POSTINGS_MIN_WORDS",
                                             100):
                 expected = self.full(query)
             self.assertTrue(expected)
             for costs in (looked_up, hashed, too_big):
-                with unittest.mock.patch.object(scoring, "ROW_SCORE_US",
+                with unittest.mock.patch.object(postings, "ROW_SCORE_US",
                                                 1e9), \
                         unittest.mock.patch.multiple(relevance, **costs):
                     got, sent = statements(self.catalog,
@@ -1151,7 +1152,7 @@ class TestTextRows(ManagerWithoutCache):
         query = {"SearchableText": "apple OR banana OR durian",
                  "portal_type": "Document", "b_size": 3}
         expected = self.full(query)
-        with unittest.mock.patch.object(scoring, "ROW_SCORE_US", 0.0):
+        with unittest.mock.patch.object(postings, "ROW_SCORE_US", 0.0):
             got, sent = statements(self.catalog,
                                    lambda: self.full(query))
         self.assertEqual(got, expected)

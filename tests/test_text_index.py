@@ -32,6 +32,7 @@ from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.context import QueryContext
 from plone.pgcatalog.indexes.text import PGZCTextIndex
 from plone.pgcatalog.indexes.text import querytree
+from plone.pgcatalog.indexes.text import postings
 from plone.pgcatalog.indexes.text import scoring
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import migrations
@@ -242,7 +243,7 @@ def lexicon_context(env, qc):
 def pg_search(env, name, value, lexicon=False, postings=None):
     """The matches' paths and scores, as ``zc_search`` gives them.
     ``postings``: a list; when the query is a union of many words, its
-    matches and scores are read word by word (scoring.postings_sql) and
+    matches and scores are read word by word (postings.postings_sql) and
     the query is appended to it."""
     catalog = env["cat"]._catalog
     index = env["pg"][name].__of__(env["cat"])
@@ -837,9 +838,9 @@ def textstats_words(env, prefix):
 @pytest.mark.parametrize("least", [2, 5])
 def test_unions_of_words_scored_word_by_word(env, monkeypatch, least):
     """A glob's words, or words joined by OR (at least POSTINGS_MIN_WORDS):
-    the matches and their scores read word by word (scoring.postings_sql)
+    the matches and their scores read word by word (postings.postings_sql)
     are ZCTextIndex's, each word with its own document frequency."""
-    monkeypatch.setattr(scoring, "POSTINGS_MIN_WORDS", least)
+    monkeypatch.setattr(postings, "POSTINGS_MIN_WORDS", least)
     # plain words (no phrase, no query operator)
     words = [w for w in words_of(env) if w.isalpha()
              and w.lower() not in ("and", "or", "not")]
@@ -899,17 +900,17 @@ def test_word_by_word_when_no_word_is_here(env):
     qc.text_df = lambda name, tsquery: 0
     qc.text_stats = lambda name: (100, 1000)
     node = _Or([_Word("nosuchword"), _Word("nosuchword2")])
-    found = scoring.postings_sql("SearchableText", node, qc, env["cid"])
+    found = postings.postings_sql("SearchableText", node, qc, env["cid"])
     assert found.reads == 0 and found.documents == 100
     assert fetch(env, found.statement) == []
     # beside a required word no document holds: the same
     from plone.pgcatalog.indexes.text.querytree import _And
     node = _And([_Word("foo"), _Or([_Word("bar"), _Word("baz")])], [])
     qc.text_df = lambda name, tsquery: 0 if "foo" in tsquery else 3
-    found = scoring.postings_sql("SearchableText", node, qc, env["cid"])
+    found = postings.postings_sql("SearchableText", node, qc, env["cid"])
     assert found.reads == 0 and fetch(env, found.statement) == []
     # ts_rank mode: never
-    assert scoring.postings_sql("SearchableText", node, qc, env["cid"],
+    assert postings.postings_sql("SearchableText", node, qc, env["cid"],
                                 mode="ts_rank") is None
 
 
@@ -918,14 +919,14 @@ def test_word_by_word_when_it_pays():
     matched at once and scored row by row (only the rows other conditions
     keep): the cheaper by the measured costs per row."""
     # a three-letter glob: 82,912 rows for 60,658 documents of 100,000
-    broad = scoring.Postings(q("SELECT 1"), 82912, 100000)
+    broad = postings.Postings(q("SELECT 1"), 82912, 100000)
     assert broad.pays(100000)
     assert broad.pays(50000)        # an anonymous search
     assert not broad.pays(5000)     # one rare type
     # without other conditions: word by word
-    assert scoring.Postings(q("SELECT 1"), 300, 100000).pays(100000)
+    assert postings.Postings(q("SELECT 1"), 300, 100000).pays(100000)
     # no statistics: word by word
-    assert scoring.Postings(q("SELECT 1"), 82912, None).pays(5)
+    assert postings.Postings(q("SELECT 1"), 82912, None).pays(5)
 
 
 def test_the_lexicon_is_kept_by_the_text_rows(env):

@@ -12,20 +12,26 @@ class QueryContext:
     ``text_stats(index_id) -> (documents, total words)`` and
     ``text_df(index_id, tsquery) -> documents`` (Okapi BM25), and
     ``text_prefetch(index_id, tsqueries)`` reading those not cached in one
-    statement, and ``text_words(index_id, prefix, pattern) -> words or
-    None``, the lexicon's words a glob matches; ``path_outside(path) ->
+    statement, ``text_stats_kept(index_id)`` and ``text_df_kept(index_id,
+    tsquery)`` the same when kept, else None (never a statement: a score
+    may read the rest in its own statement), and ``text_words(index_id,
+    prefix, pattern) -> words or None``, the lexicon's words a glob
+    matches; ``path_outside(path) ->
     bool``, whether some entry of the catalog is neither the object at
     ``path`` nor below it (None: not known, taken as yes).  ``alone``: the
     index asked is the search's only one, and nothing else sorts."""
 
     def __init__(self, catalog=None, cid=None, text_stats=None,
                  text_df=None, text_prefetch=None, text_words=None,
-                 path_outside=None, text_queries=None, languages=None):
+                 path_outside=None, text_queries=None, languages=None,
+                 text_stats_kept=None, text_df_kept=None):
         self.catalog = catalog
         self.cid = cid
         self.text_stats = text_stats
         self.text_df = text_df
         self.text_prefetch = text_prefetch
+        self.text_stats_kept = text_stats_kept
+        self.text_df_kept = text_df_kept
         self.text_words = text_words
         self.path_outside = path_outside
         self.text_queries = text_queries
@@ -82,7 +88,7 @@ class TextRow:
     more of the row (a glob, a union), ``row_score(alias)``, a Fragment
     over the row; ``columns(alias)``: the two parts only (None when the
     score has no such form); ``postings(cid)``: the matches in catalog
-    ``cid`` and their scores read word by word (``scoring.Postings``), or
+    ``cid`` and their scores read word by word (``postings.Postings``), or
     None (only a union of many words has them); ``table``: the rows' table
     (``pgcatalog_text``, or ``pgcatalog_langtext`` for an index searched
     by language), whose rows have ``rid`` and ``cid``."""

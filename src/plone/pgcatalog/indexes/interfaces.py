@@ -235,7 +235,7 @@ class IRankingKind(Interface):
 
     def pgc_postings_sql(node, qc, cid):
         """The matches in catalog ``cid`` and their scores read word by
-        word (a scoring.Postings), or None."""
+        word (a postings.Postings), or None."""
 
     def pgc_df_sql(cid, tsquery, exact=False):
         """The statement counting the documents of catalog ``cid`` whose

@@ -115,6 +115,26 @@ def df(store, index, tsquery):
     return count
 
 
+def kept_stats(store, index):
+    """``(documents, total words)`` of text index ``index`` when this
+    process keeps them for this transaction, else None (no statement)."""
+    if store.session.has_writes:
+        return None
+    found = _found(_stats, _stats_key(store, index), _version(store, index))
+    return found[0] if found is not None else None
+
+
+def kept_df(store, index, tsquery):
+    """The document frequency of ``tsquery`` in text index ``index`` when
+    this process keeps it for this transaction, else None (no
+    statement)."""
+    if store.session.has_writes:
+        return None
+    found = _found(_df, _stats_key(store, index) + (tsquery,),
+                   _version(store, index))
+    return found[0] if found is not None else None
+
+
 def words(store, index, prefix, pattern=None):
     """The lexicon's words that start with ``prefix`` and match ``pattern``
     (ZCTextIndex's regular expression, Python's, matched as

@@ -54,6 +54,10 @@ def compile_search(catalog, query, store, window=None):
             store, catalog.getIndex(name), tsquery),
         text_prefetch=lambda name, tsqueries: textstats.prefetch(
             store, catalog.getIndex(name), tsqueries),
+        text_stats_kept=lambda name: textstats.kept_stats(
+            store, catalog.getIndex(name)),
+        text_df_kept=lambda name, tsquery: textstats.kept_df(
+            store, catalog.getIndex(name), tsquery),
         text_words=lambda name, prefix, pattern: textstats.words(
             store, catalog.getIndex(name), prefix, pattern),
         text_queries=lambda statement: textstats.tsqueries(
@@ -347,7 +351,7 @@ def text_relevance(conditions, store, window, qc):
     is read, relevance.Relevance).
 
     A union of words (a glob of several words) is read word by word instead
-    (scoring.postings_sql) when it is the only condition, or beside other
+    (postings.postings_sql) when it is the only condition, or beside other
     conditions that keep enough of the documents for that to pay
     (``Postings.pays``): hot ones (the sets' kept counts, read with their
     ids), or conditions on the entries but a path (PostgreSQL's estimate:

@@ -64,7 +64,7 @@ POSTINGS_SCORE = q("tr.score")
 
 def postings(statement):
     """The matches ``tr`` (``rid``, ``score``) of a union of many words read
-    word by word (``statement``: scoring.postings_sql) as a TextRelevance
+    word by word (``statement``: postings.postings_sql) as a TextRelevance
     source."""
     return q("({}) tr", statement)
 

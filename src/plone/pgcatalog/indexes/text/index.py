@@ -44,7 +44,7 @@ from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import df_sql
 from plone.pgcatalog.indexes.text.scoring import words_df_sql
 from plone.pgcatalog.indexes.text.scoring import indexed_words
-from plone.pgcatalog.indexes.text.scoring import postings_sql
+from plone.pgcatalog.indexes.text.postings import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
 from plone.pgcatalog.pg.fragment import ident
@@ -271,7 +271,7 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
 
     def pgc_postings_sql(self, node, qc, cid):
         """The matches in catalog ``cid`` and their Okapi scores read word
-        by word (a scoring.Postings: scoring.postings_sql), or None."""
+        by word (a postings.Postings: postings.postings_sql), or None."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return postings_sql(self.getId(), node, qc, cid, mode)
 

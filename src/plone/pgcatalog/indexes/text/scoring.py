@@ -29,15 +29,17 @@ GLOB_WORD_COLUMNS) as a word, or all of them in one pass over the row's
 lexemes (12,542 rows of 100,000 entries: 112 ms with the lexemes listed
 per row, 44 ms with the words known, 22 ms for one word read as a word).
 A union of words alone or beside hot conditions is read word by word
-instead (:func:`postings_sql`: each row once per word
-it holds, its stored counts only, ~3 us).  The ``"ts_rank"`` mode is
+instead (``postings.py``: each row once per word it holds, its stored
+counts only, ~3 us).  The ``"ts_rank"`` mode is
 PostgreSQL's cheaper ts_rank, with another order.
 
 The expressions hold their values as *literals*, no parameters: numbers
-(the statistics, the document frequencies the tool counted), lexemes and
-tsqueries.  The expression is evaluated per matched row; with constants
-the planner folds the statistics' arithmetic once, and the statement
-reads the same in ``EXPLAIN`` and in the log as it runs.
+(the statistics, the document frequencies the tool counted; those it
+does not keep for a search of words read by the statement itself from
+their kept rows, :func:`_kept_scorer`), lexemes and tsqueries.  The
+expression is evaluated per matched row; with constants the planner folds
+the statistics' arithmetic once, and the statement reads the same in
+``EXPLAIN`` and in the log as it runs.
 """
 import functools
 import json
@@ -49,7 +51,6 @@ from plone.pgcatalog.indexes.text.encoding import quote_lexeme
 from plone.pgcatalog.indexes.text.encoding import unquote_lexeme
 from plone.pgcatalog.indexes.text.querytree import _And
 from plone.pgcatalog.indexes.text.querytree import _Glob
-from plone.pgcatalog.indexes.text.querytree import _has_regex
 from plone.pgcatalog.indexes.text.querytree import _Or
 from plone.pgcatalog.indexes.text.querytree import _Phrase
 from plone.pgcatalog.indexes.text.querytree import _Word
@@ -208,158 +209,6 @@ def rank_columns(index_id, node, qc=None, mode="okapi", row="e"):
                                present=_every_word_required(node)), score
 
 
-#: A union of at least this many words, alone or beside hot conditions, is
-#: read word by word (:func:`postings_sql`): even for a few words, a row
-#: matched at once is read with its whole tsvector (a three-word glob
-#: beside the anonymous filters at 100,000 entries: 132 -> 58 ms).
-POSTINGS_MIN_WORDS = 2
-#: Cost of a union of words, two ways, in microseconds per row (100,000
-#: entries, warm): read word by word, ``POSTING_US`` per row read (a row
-#: once per word it holds: its term frequency and length, then summed per
-#: row); or matched at once, ``UNION_ROW_US`` per row of the union (one
-#: bitmap scan) plus ``ROW_SCORE_US`` per matched row the other
-#: conditions keep, scored in one pass over its lexemes
-#: (``_Scorer.glob_words``).  Only their ratios decide
-#: (:meth:`Postings.pays`: word by word when the other conditions keep
-#: more than (POSTING_US * reads / union - UNION_ROW_US) / ROW_SCORE_US
-#: of the documents); the figures are one machine's.  Measured by
-#: ``python benchmarks/cost_constants.py --entries 100000``
-#: (benchmarks/README.md).
-POSTING_US = 3.0
-UNION_ROW_US = 1.0
-ROW_SCORE_US = 15.0
-
-
-class Postings:
-    """The matches of a union of many words and their scores, read word by
-    word (:func:`postings_sql`): ``statement`` (``SELECT rid, score``),
-    ``reads`` (the rows it reads: the sum of the words' document
-    frequencies) and ``documents`` (the index's, when known)."""
-
-    def __init__(self, statement, reads, documents):
-        self.statement = statement
-        self.reads = reads
-        self.documents = documents
-
-    def pays(self, kept):
-        """Whether reading word by word costs less than matching the union
-        row by row and scoring the rows ``kept`` of ``documents`` other
-        conditions keep (each row of the union is then read once, and only
-        those kept are scored; the union's size is taken as the words' sum,
-        the rows kept as independent of the words)."""
-        if not self.documents:
-            return True
-        union = min(self.reads, self.documents)
-        share = min(1.0, float(kept) / self.documents)
-        return self.reads * POSTING_US <= \
-            union * (UNION_ROW_US + share * ROW_SCORE_US)
-
-
-def _union_of_words(node):
-    """Whether ``node`` is a union of POSTINGS_MIN_WORDS words or more."""
-    return isinstance(node, _Or) and len(node.kids) >= POSTINGS_MIN_WORDS \
-        and all(isinstance(k, _Word) for k in node.kids)
-
-
-def _posting_parts(node):
-    """``(union, rest, neg)`` of a tree read word by word: a union of
-    words alone, or beside words and phrases all required (``rest``) and
-    negated parts without a regular expression (``neg``); None for any
-    other tree."""
-    if _union_of_words(node):
-        return node, [], []
-    if not isinstance(node, _And):
-        return None
-    unions = [n for n in node.pos if _union_of_words(n)]
-    rest = [n for n in node.pos if not _union_of_words(n)]
-    if len(unions) != 1 or \
-            not all(isinstance(n, (_Word, _Phrase)) for n in rest) or \
-            any(_has_regex(n) for n in node.neg):
-        return None
-    return unions[0], rest, node.neg
-
-
-def _posting_count(lex):
-    """A word's count in the text row ``x`` (``lex``: the word, SQL): the
-    stored count, 1 when not stored, the positions of a row written
-    before counts were stored."""
-    return q("coalesce((x.tf ->> {})::float8, CASE WHEN x.tf IS NULL THEN "
-             "(SELECT cardinality(u.positions) FROM unnest(ts_filter("
-             "setweight(x.tsv, 'A', ARRAY[{}]), '{{a}}')) u)::float8 ELSE 1 "
-             "END)", lex, lex)
-
-
-def postings_sql(index_id, node, qc, cid, mode="okapi"):
-    """The matches of a union of words (a glob the lexicon replaced by its
-    words, or ``a OR b OR ...``), alone or beside required words and
-    phrases (``word AND glob*``, as Plone's search sends two words), with
-    their scores, read word by word (a :class:`Postings`): ``SELECT rid,
-    score`` over the text rows of catalog ``cid``, one bitmap scan of the
-    index per word of the union (with the required words: each scan reads
-    the rows holding them all), each row read once per word it holds (its
-    term frequencies and length only), the union's words' scores summed
-    per row and the required words' added once.  None for any other tree,
-    under POSTINGS_MIN_WORDS words, in ``ts_rank`` mode, or when a word's
-    document frequency is not known.
-
-    The same score as the one pass over each matching row's lexemes
-    (``_Scorer.glob_words``), in a fifth of the time for a broad glob:
-    a three-letter glob of 112 words over 60,658 of 100,000 rows, 950 ->
-    170 ms in SQL (a row's lexemes are not searched for every word)."""
-    parts = _posting_parts(node) if mode == "okapi" else None
-    if parts is None:
-        return None
-    union, rest, neg = parts
-    scorer = _okapi(index_id, node, qc)
-    if scorer.df is None:
-        return None
-    required = [lex for n in rest
-                for lex in ([n.lex] if isinstance(n, _Word) else n.lexes)]
-    found = [(kid.lex, scorer.df(quote_lexeme(kid.lex)))
-             for kid in union.kids]
-    needed = [(lex, scorer.df(quote_lexeme(lex))) for lex in required]
-    if any(n is None for _, n in found + needed):
-        return None
-    stats = getattr(qc, "text_stats", None)
-    stats = stats(index_id) if callable(stats) else None
-    documents = int(stats[0]) if stats else None
-    found = [(lex, int(n)) for lex, n in found if n > 0]
-    # the rows each scan reads: the word's, or fewer with required words
-    reads = sum(n for _, n in found)
-    if needed:
-        reads = min(reads, min(int(n) for _, n in needed))
-    if not found or any(int(n) == 0 for _, n in needed):
-        return Postings(q("SELECT NULL::bigint AS rid, NULL::float8 AS "
-                          "score WHERE FALSE"), 0, documents)
-    values = [q("({}::text, {}::tsquery, {})", literal(lex),
-                literal(tsquery_text(_And(rest + [_Word(lex)], neg),
-                                     prefixes=True)
-                        if rest or neg else quote_lexeme(lex)),
-                scorer.idf(f8(n)))
-              for lex, n in found]
-    dl = q("x.dl::float8")
-    # each word's score computed where its row is read (OFFSET 0: not
-    # pulled up into the grouping): only (rid, score) go on to the sum.
-    # Pulled up, the rows' tsvectors went through the grouping's sort (124
-    # MB on disk for 82,912 rows: 433 ms).
-    word = q("floor({} * w.idf + {})",
-             scorer.tf(_posting_count(q("w.lex")), dl), _HALF_SQL)
-    # the required words' scores: the same in each of the row's reads,
-    # added once
-    also = join(" + ", [q("floor({} * {} + {})",
-                          scorer.tf(_posting_count(literal(lex)), dl),
-                          scorer.idf(f8(max(int(n), 1))), _HALF_SQL)
-                        for lex, n in needed]) if needed else q("0")
-    total = q("sum(p.k) + max(p.r)") if needed else q("sum(p.k)")
-    return Postings(q(
-        "SELECT p.rid, ({})::float8 AS score FROM (VALUES {}) "
-        "w(lex, query, idf) CROSS JOIN LATERAL (SELECT x.rid, {} AS k, {} "
-        "AS r FROM {} x WHERE x.cid = {} AND {} @@ w.query OFFSET 0) p "
-        "GROUP BY p.rid",
-        total, join(", ", values), word, also, schema.TEXT_TABLE,
-        literal(int(cid)),
-        indexed_words(scorer.name, "x")), reads, documents)
-
 
 def _every_word_required(node):
     """Whether a row matching ``node`` holds each of its scored words (no
@@ -373,10 +222,27 @@ def _every_word_required(node):
     return False
 
 
+def _words_only(node):
+    """Whether ``node`` scores words and phrases only (no union, no glob):
+    each document frequency its score needs is then a word's, one lookup
+    in the kept frequencies."""
+    if isinstance(node, (_Word, _Phrase)):
+        return True
+    if isinstance(node, _And):
+        return all(_words_only(n) for n in node.pos)
+    return False
+
+
 def _okapi(index_id, node, qc):
     """The scorer of ``node`` with the index's statistics and document
-    frequencies (fetched together when the query context can)."""
+    frequencies (fetched together when the query context can; for words
+    and phrases, those the process does not keep are read by the scoring
+    statement itself: :func:`_kept_scorer`)."""
     name = literal(index_id)
+    if _words_only(node):
+        scorer = _kept_scorer(index_id, qc)
+        if scorer is not None:
+            return scorer
     prefetch = getattr(qc, "text_prefetch", None)
     if callable(prefetch):
         # the statistics and every document frequency the score needs,
@@ -389,6 +255,51 @@ def _okapi(index_id, node, qc):
     text_df = getattr(qc, "text_df", None)
     df = None if text_df is None else functools.partial(text_df, index_id)
     return _Scorer(name, n_sql, mean_sql, scope, df)
+
+
+def _kept_scorer(index_id, qc):
+    """The scorer of words and phrases of text index ``index_id`` that
+    asks no statement of its own: the statistics and each word's document
+    frequency the process keeps (``qc.text_stats_kept``,
+    ``qc.text_df_kept``) as literals, the others read from their kept rows
+    by the scoring statement (uncorrelated sub-selects, run once: the sums
+    ``pgcatalog_text_totals`` and ``pgcatalog_text_df`` keep, the same
+    numbers a statement before it would read, with the same arithmetic).
+    A search after an edit of a text pays no round trip for them.  None
+    when the query context offers no kept values or no catalog id."""
+    stats_kept = getattr(qc, "text_stats_kept", None)
+    df_kept = getattr(qc, "text_df_kept", None)
+    cid = getattr(qc, "cid", None)
+    if stats_kept is None or df_kept is None or cid is None:
+        return None
+    name = literal(index_id)
+    scope = q(" AND x.cid = {}", literal(int(cid)))
+    found = stats_kept(index_id)
+    if found is not None:
+        count, total = found
+        count = max(int(count), 1)
+        n_sql = f8(count)
+        mean_sql = f8(float(int(total)) / float(count))
+    else:
+        docs = q("greatest(coalesce(sum(k.docs), 0), 1)::float8")
+        source = q("FROM {} k WHERE k.cid = {} AND k.name = {}",
+                   schema.TEXT_TOTALS_TABLE, literal(int(cid)), name)
+        n_sql = q("(SELECT {} {})", docs, source)
+        mean_sql = q("(SELECT coalesce(sum(k.words), 0)::float8 / {} {})",
+                     docs, source)
+    scorer = _Scorer(name, n_sql, mean_sql, scope)
+
+    def idf(lex):
+        count = df_kept(index_id, quote_lexeme(lex))
+        if count is not None:
+            return scorer.idf(f8(max(int(count), 1)))
+        return q("(SELECT {} FROM {} k WHERE k.cid = {} AND k.name = {} "
+                 "AND k.word = {})",
+                 scorer.idf(q("greatest(coalesce(sum(k.n), 0), 1)")),
+                 schema.TEXT_DF_TABLE, literal(int(cid)), name,
+                 literal(lex))
+    scorer.word_idf = idf
+    return scorer
 
 
 def df_sql(index_id, cid, tsquery, exact=False):
@@ -478,6 +389,10 @@ class _Scorer:
         self.word_sets = []
         #: a union's branch scored only when it matched (reads ``t.tsv``)
         self.gated = False
+        #: ``word_idf(lexeme) -> Fragment``: a word's idf as the scorer's
+        #: maker gives it (:func:`_kept_scorer`), else from :meth:`idf`
+        #: of :meth:`count_sql`
+        self.word_idf = None
 
     def tf(self, f, dl=q("s.dl")):
         # OkapiIndex._search_wids, same operations in the same order.
@@ -505,9 +420,10 @@ class _Scorer:
     def word(self, lex):
         col = self.words.setdefault(lex, len(self.words))
         f = ident("s", _column("f", col))
+        idf = self.word_idf(lex) if self.word_idf is not None else \
+            self.idf(self.count_sql(quote_lexeme(lex)))
         return q("(CASE WHEN {} > 0 THEN floor({} * {} + {}) ELSE 0 END)",
-                 f, self.tf(f), self.idf(self.count_sql(quote_lexeme(lex))),
-                 _HALF_SQL)
+                 f, self.tf(f), idf, _HALF_SQL)
 
     def glob(self, node):
         col = len(self.globs)

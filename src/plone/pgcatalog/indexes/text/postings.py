@@ -1,0 +1,174 @@
+"""A union of words read word by word: the matches of a glob the lexicon
+replaced by its words (or of ``a OR b OR ...``), alone or beside required
+words and phrases, with ZCTextIndex's Okapi scores (``scoring.py``'s
+arithmetic), each text row read once per word it holds, its stored counts
+only; and the cost model that says when this pays over matching the union
+row by row (:meth:`Postings.pays`)."""
+from plone.pgcatalog.indexes.text.encoding import quote_lexeme
+from plone.pgcatalog.indexes.text.querytree import _And
+from plone.pgcatalog.indexes.text.querytree import _has_regex
+from plone.pgcatalog.indexes.text.querytree import _Or
+from plone.pgcatalog.indexes.text.querytree import _Phrase
+from plone.pgcatalog.indexes.text.querytree import _Word
+from plone.pgcatalog.indexes.text.querytree import tsquery_text
+from plone.pgcatalog.indexes.text.scoring import _HALF_SQL
+from plone.pgcatalog.indexes.text.scoring import _okapi
+from plone.pgcatalog.indexes.text.scoring import f8
+from plone.pgcatalog.indexes.text.scoring import indexed_words
+from plone.pgcatalog.pg.fragment import join
+from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
+
+
+#: A union of at least this many words, alone or beside hot conditions, is
+#: read word by word (:func:`postings_sql`): even for a few words, a row
+#: matched at once is read with its whole tsvector (a three-word glob
+#: beside the anonymous filters at 100,000 entries: 132 -> 58 ms).
+POSTINGS_MIN_WORDS = 2
+#: Cost of a union of words, two ways, in microseconds per row (100,000
+#: entries, warm): read word by word, ``POSTING_US`` per row read (a row
+#: once per word it holds: its term frequency and length, then summed per
+#: row); or matched at once, ``UNION_ROW_US`` per row of the union (one
+#: bitmap scan) plus ``ROW_SCORE_US`` per matched row the other
+#: conditions keep, scored in one pass over its lexemes
+#: (``_Scorer.glob_words``).  Only their ratios decide
+#: (:meth:`Postings.pays`: word by word when the other conditions keep
+#: more than (POSTING_US * reads / union - UNION_ROW_US) / ROW_SCORE_US
+#: of the documents); the figures are one machine's.  Measured by
+#: ``python benchmarks/cost_constants.py --entries 100000``
+#: (benchmarks/README.md).
+POSTING_US = 3.0
+UNION_ROW_US = 1.0
+ROW_SCORE_US = 15.0
+
+
+class Postings:
+    """The matches of a union of many words and their scores, read word by
+    word (:func:`postings_sql`): ``statement`` (``SELECT rid, score``),
+    ``reads`` (the rows it reads: the sum of the words' document
+    frequencies) and ``documents`` (the index's, when known)."""
+
+    def __init__(self, statement, reads, documents):
+        self.statement = statement
+        self.reads = reads
+        self.documents = documents
+
+    def pays(self, kept):
+        """Whether reading word by word costs less than matching the union
+        row by row and scoring the rows ``kept`` of ``documents`` other
+        conditions keep (each row of the union is then read once, and only
+        those kept are scored; the union's size is taken as the words' sum,
+        the rows kept as independent of the words)."""
+        if not self.documents:
+            return True
+        union = min(self.reads, self.documents)
+        share = min(1.0, float(kept) / self.documents)
+        return self.reads * POSTING_US <= \
+            union * (UNION_ROW_US + share * ROW_SCORE_US)
+
+
+def _union_of_words(node):
+    """Whether ``node`` is a union of POSTINGS_MIN_WORDS words or more."""
+    return isinstance(node, _Or) and len(node.kids) >= POSTINGS_MIN_WORDS \
+        and all(isinstance(k, _Word) for k in node.kids)
+
+
+def _posting_parts(node):
+    """``(union, rest, neg)`` of a tree read word by word: a union of
+    words alone, or beside words and phrases all required (``rest``) and
+    negated parts without a regular expression (``neg``); None for any
+    other tree."""
+    if _union_of_words(node):
+        return node, [], []
+    if not isinstance(node, _And):
+        return None
+    unions = [n for n in node.pos if _union_of_words(n)]
+    rest = [n for n in node.pos if not _union_of_words(n)]
+    if len(unions) != 1 or \
+            not all(isinstance(n, (_Word, _Phrase)) for n in rest) or \
+            any(_has_regex(n) for n in node.neg):
+        return None
+    return unions[0], rest, node.neg
+
+
+def _posting_count(lex):
+    """A word's count in the text row ``x`` (``lex``: the word, SQL): the
+    stored count, 1 when not stored, the positions of a row written
+    before counts were stored."""
+    return q("coalesce((x.tf ->> {})::float8, CASE WHEN x.tf IS NULL THEN "
+             "(SELECT cardinality(u.positions) FROM unnest(ts_filter("
+             "setweight(x.tsv, 'A', ARRAY[{}]), '{{a}}')) u)::float8 ELSE 1 "
+             "END)", lex, lex)
+
+
+def postings_sql(index_id, node, qc, cid, mode="okapi"):
+    """The matches of a union of words (a glob the lexicon replaced by its
+    words, or ``a OR b OR ...``), alone or beside required words and
+    phrases (``word AND glob*``, as Plone's search sends two words), with
+    their scores, read word by word (a :class:`Postings`): ``SELECT rid,
+    score`` over the text rows of catalog ``cid``, one bitmap scan of the
+    index per word of the union (with the required words: each scan reads
+    the rows holding them all), each row read once per word it holds (its
+    term frequencies and length only), the union's words' scores summed
+    per row and the required words' added once.  None for any other tree,
+    under POSTINGS_MIN_WORDS words, in ``ts_rank`` mode, or when a word's
+    document frequency is not known.
+
+    The same score as the one pass over each matching row's lexemes
+    (``_Scorer.glob_words``), in a fifth of the time for a broad glob:
+    a three-letter glob of 112 words over 60,658 of 100,000 rows, 950 ->
+    170 ms in SQL (a row's lexemes are not searched for every word)."""
+    parts = _posting_parts(node) if mode == "okapi" else None
+    if parts is None:
+        return None
+    union, rest, neg = parts
+    scorer = _okapi(index_id, node, qc)
+    if scorer.df is None:
+        return None
+    required = [lex for n in rest
+                for lex in ([n.lex] if isinstance(n, _Word) else n.lexes)]
+    found = [(kid.lex, scorer.df(quote_lexeme(kid.lex)))
+             for kid in union.kids]
+    needed = [(lex, scorer.df(quote_lexeme(lex))) for lex in required]
+    if any(n is None for _, n in found + needed):
+        return None
+    stats = getattr(qc, "text_stats", None)
+    stats = stats(index_id) if callable(stats) else None
+    documents = int(stats[0]) if stats else None
+    found = [(lex, int(n)) for lex, n in found if n > 0]
+    # the rows each scan reads: the word's, or fewer with required words
+    reads = sum(n for _, n in found)
+    if needed:
+        reads = min(reads, min(int(n) for _, n in needed))
+    if not found or any(int(n) == 0 for _, n in needed):
+        return Postings(q("SELECT NULL::bigint AS rid, NULL::float8 AS "
+                          "score WHERE FALSE"), 0, documents)
+    values = [q("({}::text, {}::tsquery, {})", literal(lex),
+                literal(tsquery_text(_And(rest + [_Word(lex)], neg),
+                                     prefixes=True)
+                        if rest or neg else quote_lexeme(lex)),
+                scorer.idf(f8(n)))
+              for lex, n in found]
+    dl = q("x.dl::float8")
+    # each word's score computed where its row is read (OFFSET 0: not
+    # pulled up into the grouping): only (rid, score) go on to the sum.
+    # Pulled up, the rows' tsvectors went through the grouping's sort (124
+    # MB on disk for 82,912 rows: 433 ms).
+    word = q("floor({} * w.idf + {})",
+             scorer.tf(_posting_count(q("w.lex")), dl), _HALF_SQL)
+    # the required words' scores: the same in each of the row's reads,
+    # added once
+    also = join(" + ", [q("floor({} * {} + {})",
+                          scorer.tf(_posting_count(literal(lex)), dl),
+                          scorer.idf(f8(max(int(n), 1))), _HALF_SQL)
+                        for lex, n in needed]) if needed else q("0")
+    total = q("sum(p.k) + max(p.r)") if needed else q("sum(p.k)")
+    return Postings(q(
+        "SELECT p.rid, ({})::float8 AS score FROM (VALUES {}) "
+        "w(lex, query, idf) CROSS JOIN LATERAL (SELECT x.rid, {} AS k, {} "
+        "AS r FROM {} x WHERE x.cid = {} AND {} @@ w.query OFFSET 0) p "
+        "GROUP BY p.rid",
+        total, join(", ", values), word, also, schema.TEXT_TABLE,
+        literal(int(cid)),
+        indexed_words(scorer.name, "x")), reads, documents)

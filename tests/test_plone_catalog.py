@@ -685,11 +685,13 @@ class TestPagedResults(unittest.TestCase):
         self.assertEqual(paths[0], "/plone/d00")
 
     def test_small_answers_come_with_their_brains(self):
-        # a UID lookup and a listing in folder order of up to
-        # plans.SMALL_WITH_METADATA matches read their brains' metadata
-        # in the search statement, and so do the first brains of a listing
-        # sorted in PostgreSQL; other answers by windows, after it
+        # a UID lookup of up to plans.SMALL_WITH_METADATA matches and a
+        # listing in folder order of up to sorting.SORTED_WITH_METADATA
+        # read their brains' metadata in the search statement, and so do
+        # the first brains of a listing sorted in PostgreSQL; other
+        # answers by windows, after it
         from plone.pgcatalog.search import plans
+        from plone.pgcatalog.search import sorting
         catalog = self.catalog
         portal = self.layer["portal"]
         uid = portal.d03.UID()
@@ -712,6 +714,9 @@ class TestPagedResults(unittest.TestCase):
             self.assertIn((portal.d03.absolute_url_path(), "T 3", uid,
                            portal.d03.absolute_url()), brains, query)
         # a bigger answer reads its brains by windows, as before
+        self.addCleanup(setattr, sorting, "SORTED_WITH_METADATA",
+                        sorting.SORTED_WITH_METADATA)
+        sorting.SORTED_WITH_METADATA = plans.SMALL_WITH_METADATA
         for i in range(12, plans.SMALL_WITH_METADATA + 1):
             portal.invokeFactory("Document", "d%02d" % i, title="T")
         catalog(portal_type="Document")     # flush the indexing queue

@@ -81,10 +81,11 @@ SMALL_WITH_METADATA = FIRST_WINDOW
 
 
 def with_small_metadata(statement, columns, rids, paths=True, first=None,
-                        when=None, fence=False):
+                        when=None, fence=False, small=SMALL_WITH_METADATA):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
     matches' rids) followed by, when there are no more than
-    ``SMALL_WITH_METADATA`` matches, their rids, paths and metadata (the
+    ``small`` matches (default ``SMALL_WITH_METADATA``), their rids, paths
+    and metadata (the
     brains a caller reads next, without a second statement); else nulls,
     at no cost.  ``paths`` False: the statement gives the paths already,
     rids and metadata only follow (no join to the entries: planned in
@@ -134,7 +135,7 @@ def with_small_metadata(statement, columns, rids, paths=True, first=None,
                 "SELECT array_agg(m.rid) AS r, array_agg(m.meta::text) AS "
                 "m FROM {} WHERE m.rid", schema.FROM_META)
         wanted = q("ANY(s.{}) AND cardinality(s.{}) <= {}", found, found,
-                   literal(SMALL_WITH_METADATA))
+                   literal(int(small)))
     if fence:
         return q("WITH s({}) AS MATERIALIZED ({}) SELECT s.*, {} FROM s "
                  "LEFT JOIN LATERAL ({} = {}) w ON true", names, statement,
@@ -323,8 +324,20 @@ class EveryMatch(Plan):
         self.matched = Matched(
             q("SELECT {} AS rid FROM {} WHERE {}", rid, source, where),
             where if source == schema.FROM_HOT else None, kept)
-        self.statement = with_small_metadata(self.every, 2, 1) \
-            if prepare else self.every
+        if prepare:
+            self.statement = with_small_metadata(self.every, 2, 1)
+        elif self.descending:
+            self.statement = self.every
+        else:
+            # with the metadata of the first brains in rid order (the
+            # window the first brain read would fetch: a listing renders
+            # its first page), their rids taken from the matches (a top-N,
+            # not a sort of every rid)
+            self.statement = with_small_metadata(q(
+                "SELECT k.n, k.r, ARRAY(SELECT x.rid FROM unnest(k.r) AS "
+                "x(rid) ORDER BY x.rid LIMIT {}) FROM ({}) k(n, r)",
+                literal(FIRST_WITH_METADATA), self.every), 3, 2,
+                first=FIRST_WITH_METADATA, fence=True)
         # ``keys_where``: the same matches in a form the planner can
         # estimate and walk in rid order (hot.where's keys form, when
         # ``where`` counts key sets)
@@ -371,7 +384,9 @@ class EveryMatch(Plan):
         row = fetch_row(store, self.statement, self.prepare)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
-        return row[0], rids, row[2:]
+        if self.prepare:
+            return row[0], rids, row[2:]
+        return row[0], rids, row[3:]
 
     def estimated(self, store):
         """PostgreSQL's estimate of the number of matches."""
@@ -396,8 +411,11 @@ class EveryMatch(Plan):
         if self.head is None or self.small(store, self.either is not None):
             count, rids, small = self.matches(store)
             answer = Answer(rids, count)
-            if small:
-                keep_small_metadata(store, answer, *small)
+            if self.prepare:
+                if small:
+                    keep_small_metadata(store, answer, *small)
+            else:
+                keep_first_metadata(store, answer, small)
             return answer
         if self.either is not None:
             row = fetch_row(store, self.either)

@@ -200,6 +200,41 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual([i for i, _t in self.titles(**by_title)],
                          ["d0", "d2"])
 
+    def test_a_uid_lookup_is_kept_until_the_entries_change(self):
+        # plone.app.uuid's uuidToPhysicalPath reads the UID index's
+        # forward mapping on every page view
+        from plone.app.uuid.utils import uuidToPhysicalPath
+        index = self.catalog._catalog.getIndex("UID")
+        uid = self.portal.d1.UID()
+        self.assertEqual(uuidToPhysicalPath(uid), "/plone/d1")
+        transaction.abort()
+        rid, sent = self.statements(lambda: index._index.get(uid))
+        self.assertEqual(sent, [])
+        self.assertEqual(self.catalog.getpath(rid), "/plone/d1")
+        self.assertIsNone(index._index.get("no-such-uid"))
+        transaction.abort()
+        found, sent = self.statements(
+            lambda: index._index.get("no-such-uid", 0))
+        self.assertEqual((found, sent), (0, []))
+        # an edit that changes no UID keeps it
+        self.edit("d1", Title="Renamed")
+        found, sent = self.statements(lambda: index._index.get(uid))
+        self.assertEqual((found, sent), (rid, []))
+        # an entry gone: read again
+        self.portal.manage_delObjects(["d1"])
+        processQueue()
+        transaction.commit()
+        found, sent = self.statements(lambda: index._index.get(uid))
+        self.assertIsNone(found)
+        self.assertEqual(len(sent), 1)
+        # own writes: read in the transaction
+        self.portal.invokeFactory("Document", "d1", title="Again")
+        processQueue()
+        again = self.portal.d1.UID()
+        self.assertEqual(self.catalog.getpath(index._index.get(again)),
+                         "/plone/d1")
+        transaction.commit()
+
     def test_a_change_of_a_filter_is_seen(self):
         query = dict(portal_type="Document", sort_on="sortable_title")
         self.assertEqual(len(self.catalog.unrestrictedSearchResults(

@@ -55,7 +55,17 @@ class IndexMapping:
                                                       wanted)))
         else:
             condition = index.pgc_eq_sql([value])
-        return _store(index).index_rids(condition)
+        tool = find_tool(index)
+        store = tool._pgc_store()
+        try:
+            hash(value)
+        except TypeError:
+            return store.index_rids(condition)
+        # kept per process under the index's change counters (a UID's rid:
+        # plone.app.uuid asks it on every page view)
+        result_cache.view(tool, store)
+        return store.forward_rids(index, value,
+                                  lambda: store.index_rids(condition))
 
     def get(self, key, default=None):
         try:

@@ -41,6 +41,10 @@ dberrors.on_forget_catalogs(_cids.clear)
 #: (dsn, cid, ...) -> (catalog stamp, value): see CatalogStore.stamped
 _stamped = {}
 STAMPED_MAX = 1000
+#: the same for an index's forward lookups (a value's rids: ``UID`` ->
+#: rid, asked by plone.app.uuid on every page view), apart: many values
+_forward = {}
+FORWARD_MAX = 10000
 #: dsn -> (monotonic time, PostgreSQL's statistics' number of hot rows of
 #: every catalog, or None); read again after HOT_ROWS_TTL seconds
 _hot_rows = {}
@@ -227,7 +231,7 @@ class CatalogStore(outside.EntriesOutside):
             "c.cid = {} GROUP BY c.counter, c.stamp", schema.CATALOGS_TABLE,
             schema.COMMITS_TABLE, self.cid)).fetchone())
 
-    def stamped(self, key, compute, names):
+    def stamped(self, key, compute, names, kept=None, size=STAMPED_MAX):
         """``compute()``, cached per process while what it reads is
         unchanged (exact).  A transaction with its own catalog writes
         computes afresh.
@@ -241,7 +245,9 @@ class CatalogStore(outside.EntriesOutside):
         Found, it costs no statement: the counters are the ZODB
         snapshot's.  Otherwise under the catalog's change stamp, read with
         a statement (every transaction writing to the catalog bumps it
-        when it commits)."""
+        when it commits).  ``kept``: the dict that keeps them (default:
+        the process's), emptied when it holds ``size``."""
+        kept = _stamped if kept is None else kept
         session = self.session
         if session.has_writes or session.pending or self.wrote:
             return compute()
@@ -253,7 +259,7 @@ class CatalogStore(outside.EntriesOutside):
         else:
             version = ("stamp", self.state()[1])
         key = (session.dsn, self.key) + tuple(key)
-        found = _stamped.get(key)
+        found = kept.get(key)
         if found is not None and found[0] == version:
             return found[1]
         if counters is not None:
@@ -264,10 +270,18 @@ class CatalogStore(outside.EntriesOutside):
         if counters is not None and \
                 not self.snapshot_complete(self.cache_generation):
             return value        # read for this transaction only
-        if len(_stamped) >= STAMPED_MAX:
-            _stamped.clear()
-        _stamped[key] = (version, value)
+        if len(kept) >= size:
+            kept.clear()
+        kept[key] = (version, value)
         return value
+
+    def forward_rids(self, index, value, compute):
+        """``compute()``, the rids of ``index``'s entries holding
+        ``value`` (a hashable key), kept per process while that index and
+        the entries that exist are unchanged (:meth:`stamped`)."""
+        return self.stamped(("forward", index.getId(), type(value), value),
+                            compute, names=(index.getId(),), kept=_forward,
+                            size=FORWARD_MAX)
 
     def hot_rows(self):
         """PostgreSQL's statistics' number of hot rows (every catalog's:
@@ -490,7 +504,7 @@ class CatalogStore(outside.EntriesOutside):
 def forget_caches():
     """Empty the per-process caches (catalog ids, stamped answers, text
     statistics): for tests that rewind the database under a process."""
-    for cache in (_cids, _stamped):
+    for cache in (_cids, _stamped, _forward):
         cache.clear()
     textstats.forget()
     hot.forget_found_ids()

@@ -502,6 +502,26 @@ def test_datetime_compact_form_is_setstate():
             assert type(a) is type(b) and a == b, (state, name, a, b)
 
 
+def test_datetime_compact_form_decoded_once(monkeypatch):
+    """A compact DateTime is decoded once and shared (an immutable value,
+    as ZCatalog's brains share their records' DateTimes): the same state
+    gives the same object, another state (zone, naive flag) another; the
+    kept ones are bounded."""
+    monkeypatch.setattr(codec, "_dt_decoded", {})
+    first = codec.decode({"@pgc:T": 1641930360000000})
+    assert codec.decode({"@pgc:T": 1641930360000000}) is first
+    assert same(first, DateTime(1641930360.0, "UTC"))
+    other = codec.decode({"@pgc:T": [1641930360000000, "GMT+1"]})
+    naive = codec.decode({"@pgc:T": [1641930360000000, "GMT+1", True]})
+    assert other is not first and naive is not other
+    assert naive.timezoneNaive() and not other.timezoneNaive()
+    assert other.tzoffset() == 3600 and first.tzoffset() == 0
+    monkeypatch.setattr(codec, "DT_DECODED_MAX", 3)
+    codec.decode({"@pgc:T": 1})
+    assert len(codec._dt_decoded) == 1
+    assert codec.decode({"@pgc:T": 1641930360000000}) is not first
+
+
 @pytest.mark.parametrize("value", [
     "x", [], [1], [1, 2], ["1", "UTC"], [1.5, "UTC"], [1, "UTC", 1, 2],
     [1, "Nowhere/Else"], {"a": 1}, None, True])

@@ -498,6 +498,14 @@ def _dec_DateTime_short(v):
     return dt
 
 
+#: DateTimes decoded from their compact form, by state: a DateTime is an
+#: immutable value, so brains share one as ZCatalog's share the DateTimes
+#: of their metadata records (a listing's dates decoded once, not per
+#: brain and request: 10-20 us each)
+_dt_decoded = {}
+DT_DECODED_MAX = 20000
+
+
 def _dec_DateTime_compact(v):
     if type(v) is int:
         micros, tz, naive = v, "UTC", False
@@ -508,13 +516,20 @@ def _dec_DateTime_compact(v):
         raise ValueError("not a compact DateTime: %r" % (v,))
     if type(micros) is not int or type(tz) is not str:
         raise ValueError("not a compact DateTime: %r" % (v,))
+    key = (micros, tz, naive)
+    dt = _dt_decoded.get(key)
+    if dt is not None:
+        return dt
     if _ZONES is None:  # pragma: no cover - another DateTime version
         dt = _new_DateTime(DateTime)
         dt.__setstate__((micros, naive, tz))
-        return dt
-    dt = _dt_from_state(micros, naive, tz)
-    if dt is None:
-        raise ValueError("not a compact DateTime: unknown zone %r" % tz)
+    else:
+        dt = _dt_from_state(micros, naive, tz)
+        if dt is None:
+            raise ValueError("not a compact DateTime: unknown zone %r" % tz)
+    if len(_dt_decoded) >= DT_DECODED_MAX:
+        _dt_decoded.clear()
+    _dt_decoded[key] = dt
     return dt
 
 

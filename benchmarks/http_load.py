@@ -338,6 +338,10 @@ def setup_backend(backend, workdir, args, env):
                    *(["--addon"] if backend == "pgcatalog" else []))
     timings["site_s"] = filled["site_s"]
     timings["fill_s"] = filled["total_s"]
+    if backend == "pgcatalog" and args.trace:
+        # every catalog statement of the served instance, timed as its
+        # threads saw it (db._Trace)
+        env = dict(env, PGCATALOG_TRACE_FILE=os.path.abspath(args.trace))
     server = Server(BIN, env, *instance)
     t0 = time.perf_counter()
     server.start()
@@ -824,6 +828,11 @@ def main(argv=None):
                    "run; the statuses of the answers say what visitors got")
     p.add_argument("--fault-every", type=float, default=10,
                    help="seconds between faults (default 10)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="pgcatalog: append each catalog statement the "
+                   "served instance runs to FILE, with its time as the "
+                   "request thread saw it (round trip and the wait for "
+                   "the GIL included); summed by trace_summary.py")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     for backend in backends:

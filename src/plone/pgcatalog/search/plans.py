@@ -364,14 +364,19 @@ class EveryMatch(Plan):
         #: statement (a CASE runs only the sub-select of its branch;
         #: ``whole_where``: ``where`` over the count's columns, the key
         #: sets' ids it found)
-        #: (the head comes with its first brains' metadata; every rid,
-        #: unordered, without)
+        #: (with the metadata of the first brains in rid order: the
+        #: head's, or every rid's least, a top-N of them; OFFSET 0: the
+        #: rids read once, not again for the first ones)
         self.either = with_small_metadata(q(
-            "SELECT k.n, CASE WHEN k.n <= {} THEN ARRAY(SELECT {} FROM {} "
-            "WHERE {}) ELSE {} END FROM ({}) k(n, first)",
-            literal(lazy.WHOLE_COUNTED), rid, source, whole_where or where,
-            walk, head), 2, 1, first=FIRST_WITH_METADATA, fence=True,
-            when=q("s.c0 > {}", literal(lazy.WHOLE_COUNTED))) \
+            "SELECT w.n, w.r, CASE WHEN w.n <= {} THEN ARRAY(SELECT x.rid "
+            "FROM unnest(w.r) AS x(rid) ORDER BY x.rid LIMIT {}) ELSE "
+            "w.r[1:{}] END FROM (SELECT k.n, CASE WHEN k.n <= {} THEN "
+            "ARRAY(SELECT {} FROM {} WHERE {}) ELSE {} END FROM ({}) k(n, "
+            "first) OFFSET 0) w(n, r)",
+            literal(lazy.WHOLE_COUNTED), literal(FIRST_WITH_METADATA),
+            literal(FIRST_WITH_METADATA), literal(lazy.WHOLE_COUNTED), rid,
+            source, whole_where or where, walk, head), 3, 2,
+            first=FIRST_WITH_METADATA, fence=True) \
             if head is not None and counted else None
         #: the plan does not depend on the values (compiler.unique_lookup):
         #: prepared, PostgreSQL may keep a generic plan
@@ -420,17 +425,22 @@ class EveryMatch(Plan):
         if self.either is not None:
             row = fetch_row(store, self.either)
             count, rids = row[:2]
+            metadata = row[3:]
             if count <= lazy.WHOLE_COUNTED:
                 # every rid, as the scan found them
+                rids = rids or []
                 rids.sort(reverse=self.descending)
-                return Answer(rids, len(rids))
+                answer = Answer(rids, len(rids))
+                keep_first_metadata(store, answer, metadata)
+                return answer
         else:
             row = fetch_row(store, self.head)
             count, rids = row[:2]
+            metadata = row[2:]
         answer = Answer(rids, count)
         if count > len(rids):
             answer.rest = self.every
             if rids:
                 answer.window = self.window
-        keep_first_metadata(store, answer, row[2:])
+        keep_first_metadata(store, answer, metadata)
         return answer

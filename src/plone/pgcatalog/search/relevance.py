@@ -28,6 +28,7 @@ from plone.pgcatalog.search.plans import RID
 from plone.pgcatalog.search.plans import EveryMatch
 from plone.pgcatalog.search.plans import Plan
 from plone.pgcatalog.search.plans import fetch_row
+from plone.pgcatalog.search.plans import FIRST_WITH_METADATA
 from plone.pgcatalog.search.plans import keep_first_metadata
 from plone.pgcatalog.search.plans import with_small_metadata
 from plone.pgcatalog.search.results import Answer
@@ -273,12 +274,14 @@ class TextRelevance(Plan):
         if window is not None:
             self.statement = _scored_page(scored, window)
             return
-        # (no first brains' metadata here: joined to this statement, it
-        # cost about as much as the window a first brain read fetches,
-        # 0.8-1.0 ms at 100,000 entries, and a count would pay it)
-        self.statement = q(
+        # with the first brains' metadata (in SQL it cost about as much
+        # as the window a first brain read fetches, 0.8-1.0 ms at 100,000
+        # entries, but that window is a round trip more, which a busy
+        # multi-threaded process pays in waits for the GIL too)
+        self.statement = with_small_metadata(q(
             "SELECT count(*), array_agg(s.rid {}), array_agg(s.score {}) "
-            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER, scored)
+            "FROM ({} OFFSET 0) s", RELEVANCE_ORDER, RELEVANCE_ORDER,
+            scored), 3, 1, first=FIRST_WITH_METADATA)
 
     def answer(self, store):
         if self.window is not None:

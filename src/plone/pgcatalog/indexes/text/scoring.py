@@ -147,9 +147,7 @@ def stats_sql(index_id, qc):
     stats = getattr(qc, "text_stats", None)
     found = stats(index_id) if callable(stats) else None
     if found:
-        count, total = found
-        count = max(int(count), 1)
-        return f8(count), f8(float(int(total)) / float(count)), scope
+        return _stats_literals(found) + (scope,)
     n_sql = q("(SELECT greatest(count(*), 1)::float8 FROM {} x WHERE "
               "x.name = {}{})", schema.TEXT_TABLE, name, scope)
     mean_sql = q(
@@ -159,6 +157,14 @@ def stats_sql(index_id, qc):
         dl_sql(q("x.tsv")), schema.TEXT_TABLE, name, scope,
         literal(STATS_SAMPLE))
     return n_sql, mean_sql, scope
+
+
+def _stats_literals(found):
+    """N and the mean document length as literals, from ``(document
+    count, total word count)``."""
+    count, total = found
+    count = max(int(count), 1)
+    return f8(count), f8(float(int(total)) / float(count))
 
 
 def _row_alias(row):
@@ -276,10 +282,7 @@ def _kept_scorer(index_id, qc):
     scope = q(" AND x.cid = {}", literal(int(cid)))
     found = stats_kept(index_id)
     if found is not None:
-        count, total = found
-        count = max(int(count), 1)
-        n_sql = f8(count)
-        mean_sql = f8(float(int(total)) / float(count))
+        n_sql, mean_sql = _stats_literals(found)
     else:
         docs = q("greatest(coalesce(sum(k.docs), 0), 1)::float8")
         source = q("FROM {} k WHERE k.cid = {} AND k.name = {}",

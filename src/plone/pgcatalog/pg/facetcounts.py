@@ -208,20 +208,15 @@ def _kept_parts(conditions, kept_rows, rows, grouped):
     holding a term, the open ranges starting after it taken off and the
     others added, read row by row (``rows``: what a hot row ``h`` adds,
     ``grouped``: what they are grouped by)."""
-    ranged = [c for c in hot.meaningful(conditions)
-              if isinstance(c, hot.Ranged)]
-    mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
-    if not ranged:
-        return [kept_rows]
-    if ranged[0].present:
-        return [q("{} AND k.cls > 0", kept_rows)]
-    term = ranged[0].term
-    return [q("{} AND k.cls = 1", kept_rows),
-            q("SELECT {}, -count(*) FROM {} WHERE {} AND h.lo > {} AND {} "
-              "GROUP BY {}", grouped, rows, mine, term, hot.OPEN, grouped),
-            q("SELECT {}, count(*) FROM {} WHERE {} AND {} AND {} GROUP BY "
-              "{}", grouped, rows, mine, hot.CLOSED, ranged[0].fragment,
-              grouped)]
+    classes, minus, plus = hot.kept_range_parts(
+        [c for c in hot.meaningful(conditions) if isinstance(c, hot.Ranged)])
+    parts = [q("{} AND {}", kept_rows, classes) if classes else kept_rows]
+    if minus is not None:
+        parts += [q("SELECT {}, -count(*) FROM {} WHERE {} AND {} GROUP BY "
+                    "{}", grouped, rows, hot.KEPT_SET, minus, grouped),
+                  q("SELECT {}, count(*) FROM {} WHERE {} AND {} GROUP BY {}",
+                    grouped, rows, hot.KEPT_SET, plus, grouped)]
+    return parts
 
 
 def _with_sets(cid, conditions, parts):

@@ -335,11 +335,12 @@ def where(cid, conditions, sets=True, ids=None):
             # first cost a round trip, and milliseconds of planning when
             # the planner estimates it element by element.
             chosen = q("(h.sid IN (SELECT s.sid FROM {} s WHERE {})) IS TRUE",
-                       schema.HOT_SETS_TABLE, and_(q("s.cid = {}", cid),
-                                      *[c.on_sets() for c in keys]))
+                       schema.HOT_SETS_TABLE,
+                       and_(q("s.cid = {}", cid),
+                            *[c.on_sets() for c in keys]))
         else:
-            chosen = q("h.sid = ANY({})", sets_matching(cid, keys) if ids is None
-                       else ids)
+            chosen = q("h.sid = ANY({})",
+                       sets_matching(cid, keys) if ids is None else ids)
         return and_(chosen, *ranged)
     if sets and ids is None and free_only(conditions):
         # tags alone: the rows of the matching free keys' sets, from the
@@ -453,33 +454,46 @@ def count(cid, conditions):
     ranged = [c for c in conditions if isinstance(c, Ranged)]
     if not kept(conditions):
         # (the free keys' sets, when they say it: from their B-tree alone)
-        return q(
-    "SELECT count(*), {}::bigint FROM {} WHERE {}",
-    BIGINT_MIN,
-    schema.FROM_HOT,
-    where(
-        cid,
-        conditions,
-         sets=free_only(conditions)))
+        return q("SELECT count(*), {}::bigint FROM {} WHERE {}", BIGINT_MIN,
+                 schema.FROM_HOT,
+                 where(cid, conditions, sets=free_only(conditions)))
     # the sets' ids are found once (a materialized CTE; a sub-select in
     # FROM would be found again for each use)
-    mine = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
-    if not ranged:
-        total = q("coalesce(sum(k.n), 0)")
-    elif ranged[0].present:
-        total = q("coalesce(sum(k.n) FILTER (WHERE k.cls > 0), 0)")
-    else:
-        term = ranged[0].term
-        total = q(
-            "coalesce(sum(k.n) FILTER (WHERE k.cls = 1), 0) - (SELECT "
-            "count(*) FROM {} WHERE {} AND h.lo > {} AND {}) + (SELECT "
-            "count(*) FROM {} WHERE {} AND {} AND {})", schema.FROM_HOT, mine,
-            term,
-            OPEN, schema.FROM_HOT, mine, CLOSED, ranged[0].fragment)
+    classes, minus, plus = kept_range_parts(ranged)
+    total = q("coalesce(sum(k.n){}, 0)",
+              q(" FILTER (WHERE {})", classes) if classes else q(""))
+    if minus is not None:
+        total = q("{} - (SELECT count(*) FROM {} WHERE {} AND {}) + (SELECT "
+                  "count(*) FROM {} WHERE {} AND {})", total,
+                  schema.FROM_HOT, KEPT_SET, minus, schema.FROM_HOT,
+                  KEPT_SET, plus)
     return q("WITH i AS MATERIALIZED (SELECT {} AS ids) SELECT ({})::bigint, "
              "min(k.first), (SELECT i.ids FROM i) AS ids FROM {} k WHERE "
              "k.sid = ANY((SELECT i.ids FROM i)::integer[])",
              sets_matching(cid, keys), total, schema.HOT_COUNTS_TABLE)
+
+
+#: the hot row ``h`` is in one of the key sets of CTE ``i`` (``ids``)
+KEPT_SET = q("h.sid = ANY((SELECT i.ids FROM i)::integer[])")
+
+
+def kept_range_parts(ranged):
+    """How a count from the key sets' kept counts ``k`` (per set and range
+    class ``k.cls``) meets the range conditions ``ranged`` (at most one,
+    see :func:`count`): ``(classes, minus, plus)``, the condition on
+    ``k.cls`` of the kept counts to add (None: every class), and the
+    conditions on the hot rows ``h`` of the sets (:data:`KEPT_SET`) to
+    count one by one and take off (``minus``) or add (``plus``); both None
+    when no row is counted one by one.  With a term ``T``: the open
+    ranges (class 1), those starting after ``T`` taken off, the others
+    (class 2) that hold ``T`` added."""
+    if not ranged:
+        return None, None, None
+    if ranged[0].present:
+        return q("k.cls > 0"), None, None
+    term = ranged[0].term
+    return (q("k.cls = 1"), q("h.lo > {} AND {}", term, OPEN),
+            q("{} AND {}", CLOSED, ranged[0].fragment))
 
 
 # -- registering ------------------------------------------------------------

@@ -83,11 +83,10 @@ SMALL_WITH_METADATA = FIRST_WINDOW
 def with_small_metadata(statement, columns, rids, paths=True, first=None,
                         when=None, fence=False, small=SMALL_WITH_METADATA):
     """``statement`` (one row of ``columns`` columns, column ``rids`` the
-    matches' rids) followed by, when there are no more than
-    ``small`` matches (default ``SMALL_WITH_METADATA``), their rids, paths
-    and metadata (the
-    brains a caller reads next, without a second statement); else nulls,
-    at no cost.  ``paths`` False: the statement gives the paths already,
+    matches' rids) followed by, when there are no more than ``small``
+    matches (default ``SMALL_WITH_METADATA``), their rids, paths and
+    metadata (the brains a caller reads next, without a second
+    statement); else nulls, at no cost.  ``paths`` False: the statement gives the paths already,
     rids and metadata only follow (no join to the entries: planned in
     about 0.1 ms).
 

@@ -38,10 +38,11 @@ def search(tool, store, query):
     return results_for(tool, _answer(tool, store, query, window))
 
 
-def _answer(tool, store, query, window):
+def _answer(tool, store, query, window, keyed=None):
     """The answer of ``query``: the result cache's, or the compiled
-    plan's (kept when its snapshot allows)."""
-    cache, key = key_for(tool, store, query)
+    plan's (kept when its snapshot allows); ``keyed``, ``key_for``'s
+    answer when the caller has it."""
+    cache, key = keyed or key_for(tool, store, query)
     if key is not None:
         answer = cache.get(key)
         if answer is not None and (
@@ -66,7 +67,10 @@ def matching_rids(tool, store, query):
     """Every rid ``query`` matches, in no order (its sort and batch keys
     left out), as a search finds them (the result cache included)."""
     query = unsorted(unbatched(query))
-    answer = _answer(tool, store, query, batch_window(query))
+    return _rids(_answer(tool, store, query, batch_window(query)), store)
+
+
+def _rids(answer, store):
     if answer.rest is not None:
         return list(LazyRids(answer, store).read())
     return list(answer.rids)
@@ -80,12 +84,12 @@ def matches_of(tool, store, query):
     back), else the rids the plan answers."""
     query = unsorted(unbatched(query))
     window = batch_window(query)
-    cache, key = key_for(tool, store, query)
+    keyed = cache, key = key_for(tool, store, query)
     if key is None or cache.get(key) is None:
         plan = compile_search(tool._catalog, query, store, window)
         if plan.matched is not None and not plan.assumed_inside:
             return plan.matched
-    return matching_rids(tool, store, query)
+    return _rids(_answer(tool, store, query, window, keyed), store)
 
 
 def answer_of(tool, store, query, window):

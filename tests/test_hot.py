@@ -985,7 +985,7 @@ class TestTextRows(ManagerWithoutCache):
             if text == "banana OR cherry":
                 # a union of words: read word by word
                 # (postings.postings_sql)
-                self.assertIn("w(lex, query, idf)", search)
+                self.assertIn("w(lex, query, df)", search)
                 continue
             self.assertIn('FROM "pgcatalog_text" e', search, text)
             # words, phrases and globs (their words, from the lexicon):
@@ -1107,7 +1107,7 @@ class TestTextRows(ManagerWithoutCache):
                 dict(query, path="/plone")))
             self.assertEqual(got, expected, extra)
             search = [st for st in sent if "array_agg" in st][0]
-            self.assertIn("w(lex, query, idf)", search, extra)
+            self.assertIn("w(lex, query, df)", search, extra)
         # beside conditions on the entries (not a path) that keep enough:
         # word by word, then kept by the entries (the hot conditions first
         # kept by the hot rows): each match looked up, or among the
@@ -1137,7 +1137,7 @@ class TestTextRows(ManagerWithoutCache):
                 search = [st for st in sent if "array_agg" in st][0]
                 if "path" in extra:
                     # a folder: matched there, row by row
-                    self.assertNotIn("w(lex, query, idf)", search)
+                    self.assertNotIn("w(lex, query, df)", search)
                     continue
                 self.assertEqual(
                     ') tr JOIN "pgcatalog_entries" e' in search,
@@ -1157,7 +1157,7 @@ class TestTextRows(ManagerWithoutCache):
                                    lambda: self.full(query))
         self.assertEqual(got, expected)
         search = [st for st in sent if "array_agg" in st][0]
-        self.assertNotIn("w(lex, query, idf)", search)
+        self.assertNotIn("w(lex, query, df)", search)
         self.assertIn('FROM "pgcatalog_text" tr JOIN "pgcatalog_hot" h',
                       search)
 
@@ -1193,7 +1193,7 @@ class TestTextRows(ManagerWithoutCache):
                         self.assertIn(") tr WHERE tr.rid IN (SELECT "
                                       "h.rid + 0 FROM " + joined, search,
                                       query)
-                        self.assertIn("w(lex, query, idf)", search, query)
+                        self.assertIn("w(lex, query, df)", search, query)
                         continue
                     # one text index: its text rows joined to the hot
                     # rows or the entries, each match scored once

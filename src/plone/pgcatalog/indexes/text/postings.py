@@ -17,6 +17,7 @@ from plone.pgcatalog.indexes.text.scoring import f8
 from plone.pgcatalog.indexes.text.scoring import indexed_words
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
+from plone.pgcatalog.pg.fragment import param
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 
@@ -144,19 +145,21 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
     if not found or any(int(n) == 0 for _, n in needed):
         return Postings(q("SELECT NULL::bigint AS rid, NULL::float8 AS "
                           "score WHERE FALSE"), 0, documents)
-    values = [q("({}::text, {}::tsquery, {})", literal(lex),
-                literal(tsquery_text(_And(rest + [_Word(lex)], neg),
-                                     prefixes=True)
-                        if rest or neg else quote_lexeme(lex)),
-                scorer.idf(f8(n)))
-              for lex, n in found]
+    # the words, their queries and frequencies as three arrays (not a
+    # VALUES list: a three-letter glob's hundred words were 15 KB of
+    # statement to compose, send, parse and plan)
+    words = [lex for lex, _n in found]
+    queries = [tsquery_text(_And(rest + [_Word(lex)], neg), prefixes=True)
+               if rest or neg else quote_lexeme(lex) for lex in words]
+    frequencies = [float(n) for _lex, n in found]
     dl = q("x.dl::float8")
     # each word's score computed where its row is read (OFFSET 0: not
     # pulled up into the grouping): only (rid, score) go on to the sum.
     # Pulled up, the rows' tsvectors went through the grouping's sort (124
     # MB on disk for 82,912 rows: 433 ms).
-    word = q("floor({} * w.idf + {})",
-             scorer.tf(_posting_count(q("w.lex")), dl), _HALF_SQL)
+    word = q("floor({} * {} + {})",
+             scorer.tf(_posting_count(q("w.lex")), dl),
+             scorer.idf(q("w.df")), _HALF_SQL)
     # the required words' scores: the same in each of the row's reads,
     # added once
     also = join(" + ", [q("floor({} * {} + {})",
@@ -165,10 +168,11 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
                         for lex, n in needed]) if needed else q("0")
     total = q("sum(p.k) + max(p.r)") if needed else q("sum(p.k)")
     return Postings(q(
-        "SELECT p.rid, ({})::float8 AS score FROM (VALUES {}) "
-        "w(lex, query, idf) CROSS JOIN LATERAL (SELECT x.rid, {} AS k, {} "
-        "AS r FROM {} x WHERE x.cid = {} AND {} @@ w.query OFFSET 0) p "
-        "GROUP BY p.rid",
-        total, join(", ", values), word, also, schema.TEXT_TABLE,
+        "SELECT p.rid, ({})::float8 AS score FROM unnest({}::text[], "
+        "{}::text[], {}::float8[]) w(lex, query, df) CROSS JOIN LATERAL "
+        "(SELECT x.rid, {} AS k, {} AS r FROM {} x WHERE x.cid = {} AND {} "
+        "@@ w.query::tsquery OFFSET 0) p GROUP BY p.rid",
+        total, param(words), param(queries), param(frequencies), word, also,
+        schema.TEXT_TABLE,
         literal(int(cid)),
         indexed_words(scorer.name, "x")), reads, documents)

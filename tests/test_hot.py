@@ -1091,9 +1091,9 @@ class TestTextRows(ManagerWithoutCache):
 
     def test_other_conditions_word_by_word(self):
         """The same for unions of words read word by word
-        (postings.postings_sql), their matches
-        then kept by the hot rows (a hashed semi-join); beside a condition
-        on the entries, row by row."""
+        (postings.postings_sql), their matches then kept by the hot rows
+        (the smaller side hashed); beside a condition on the entries, row
+        by row."""
         self._other_conditions(("banana OR cherry",
                                 "apple OR banana OR durian"),
                                postings=True)
@@ -1171,6 +1171,7 @@ class TestTextRows(ManagerWithoutCache):
                     '"pgcatalog_hot" h'),
                    ({"portal_type": "Document", "path": "/plone/texts"},
                     '"pgcatalog_entries" e')]
+        forms = set()
         for text in texts:
             alone = self.answer({"SearchableText": text})
             documents = [(p, s) for p, s in alone if "/texts/t" in p]
@@ -1188,12 +1189,28 @@ class TestTextRows(ManagerWithoutCache):
                     search = [st for st in sent if "array_agg" in st][0]
                     if postings and "hot" in joined:
                         # the words' matches and scores, then kept by
-                        # the hot rows; beside a condition on the entries
-                        # (a folder may hold few), matched row by row
+                        # the hot rows: fewer matches than hot rows kept,
+                        # the matches hashed and joined to the hot rows;
+                        # else a semi-join hashing the hot rows (here:
+                        # with no room for the matches' hash); beside a
+                        # condition on the entries (a folder may hold
+                        # few), matched row by row
+                        first = ") tr JOIN " + joined + " ON h.rid + 0 " \
+                            "= tr.rid" in search
+                        self.assertNotEqual(
+                            first, ") tr WHERE tr.rid IN (SELECT h.rid + 0 "
+                            "FROM " + joined in search, query)
+                        forms.add(first)
+                        self.assertIn("w(lex, query, df)", search, query)
+                        with unittest.mock.patch.object(
+                                relevance, "HASHED_ROWS_MAX", 0):
+                            semi, sent = statements(
+                                self.catalog, lambda: self.full(page))
+                        self.assertEqual(semi, got, (query, b_start))
+                        search = [st for st in sent if "array_agg" in st][0]
                         self.assertIn(") tr WHERE tr.rid IN (SELECT "
                                       "h.rid + 0 FROM " + joined, search,
                                       query)
-                        self.assertIn("w(lex, query, df)", search, query)
                         continue
                     # one text index: its text rows joined to the hot
                     # rows or the entries, each match scored once
@@ -1201,6 +1218,9 @@ class TestTextRows(ManagerWithoutCache):
                                   search, query)
                     self.assertEqual(search.count('"pgcatalog_text" tr'),
                                      1, query)
+        if postings:
+            # both forms met: matches fewer and more than the hot rows
+            self.assertEqual(forms, {True, False})
 
     def test_a_common_words_frequency_is_counted_exactly(self):
         """A word in the scoring statement's limit of documents or more

@@ -388,12 +388,18 @@ def text_relevance(conditions, store, window, qc):
         if postings is not None and not postings.pays(row[1]):
             postings = None
         if postings is not None:
+            kept = hot.where(cid, hot_others, ids=ids)
+            hashed = relevance.hot_hashed(postings.reads, row[1])
+            if hashed and relevance.postings_hashed_first(postings.reads,
+                                                          row[1]):
+                where = kept
+                source = relevance.postings_on_hot(postings.statement)
+            else:
+                where = relevance.among_hot(kept, hashed=hashed)
+                source = relevance.postings(postings.statement)
             return relevance.TextRelevance(
-                relevance.among_hot(
-                    hot.where(cid, hot_others, ids=ids),
-                    hashed=relevance.hot_hashed(postings.reads, row[1])),
-                relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
-                window=page, source=relevance.postings(postings.statement))
+                where, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
+                window=page, source=source)
     elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page,
                                        qc)

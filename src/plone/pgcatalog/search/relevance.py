@@ -102,6 +102,31 @@ def among_hot(condition, hashed=True):
              schema.HOT_TABLE, condition)
 
 
+def postings_on_hot(statement):
+    """The matches ``tr`` of a union read word by word (as
+    :func:`postings`) joined to their hot rows ``h`` (a hot row per rid:
+    the join keeps each match once), for a condition on ``h`` fewer
+    matches than hot rows meet (``postings_hashed_first``).  The planner
+    hashes the matches (a union's grouping is estimated at a few hundred
+    rows) and reads the hot rows meeting the condition once, from their
+    B-tree: a semi-join (:func:`among_hot`) hashes the hot rows instead,
+    the larger side (PostgreSQL 15 hashes a semi-join's inner side only).
+    ``h.rid + 0`` keeps the planner from looking each match's hot row
+    up.  A three-letter prefix of ``Title`` beside the anonymous filters
+    at 100,000 entries: 4,477 matches among 51,258 hot rows, 35 -> 8.4 ms
+    in SQL."""
+    return q("({}) tr JOIN {} h ON h.rid + 0 = tr.rid", statement,
+             schema.HOT_TABLE)
+
+
+def postings_hashed_first(reads, kept):
+    """Whether a union reading ``reads`` rows (at least its matches), to
+    be kept among the ``kept`` hot rows by a hash (:func:`hot_hashed`),
+    is hashed itself and joined (:func:`postings_on_hot`): when they are
+    fewer than those hot rows, and fit in memory (HASHED_ROWS_MAX)."""
+    return reads <= kept and reads <= HASHED_ROWS_MAX
+
+
 #: Cost of keeping a union's matches among the hot rows meeting other
 #: conditions, two ways, in microseconds per row (100,000 entries, warm,
 #: PostgreSQL 15: auto_explain of a three-letter prefix of ``Title`` beside

@@ -113,8 +113,9 @@ def postings_on_hot(statement):
     the larger side (PostgreSQL 15 hashes a semi-join's inner side only).
     ``h.rid + 0`` keeps the planner from looking each match's hot row
     up.  A three-letter prefix of ``Title`` beside the anonymous filters
-    at 100,000 entries: 4,477 matches among 51,258 hot rows, 35 -> 8.4 ms
-    in SQL."""
+    at 100,000 entries (more_queries' SU: 4,477 matches among 51,258 hot
+    rows): medians 20.3 and 20.2 ms before, 18.0 and 16.2 after, by turns
+    (BENCHMARKS.md)."""
     return q("({}) tr JOIN {} h ON h.rid + 0 = tr.rid", statement,
              schema.HOT_TABLE)
 

@@ -24,12 +24,14 @@ from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.indexes.text import postings
 from plone.pgcatalog.indexes.text import scoring
+from plone.pgcatalog.ops import postings as kept_postings
 from plone.pgcatalog.ops import verifystore
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg import textstats
 from plone.pgcatalog.pg.fragment import q
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.search import compiler
 from plone.pgcatalog.search import lazy
@@ -1160,6 +1162,102 @@ class TestTextRows(ManagerWithoutCache):
         self.assertNotIn("w(lex, query, df)", search)
         self.assertIn('FROM "pgcatalog_text" tr JOIN "pgcatalog_hot" h',
                       search)
+
+    def test_kept_postings_answer_as_the_text_rows(self):
+        """A union of words, alone or beside hot conditions, is read from
+        its index's kept postings (schema version 7: ``Title``'s in a new
+        database, ``SearchableText``'s once named, ops/postings.py): the
+        same matches, order and scores as read word by word from the text
+        rows, every match and pages, after the transaction's own changes
+        of texts, workflow states and entries too; it is read from them
+        (emptied, nothing is found) only while the index is named."""
+        store = self.catalog._pgc_store()
+
+        def keep(*names):
+            for statement in kept_postings.keep_statements(names):
+                store.write(statement)
+
+        def everything():
+            return {repr(query): self.full(query) for query in queries}
+
+        queries = []
+        for name in ("Title", "SearchableText"):
+            for extra in ({}, {"portal_type": "Document"},
+                          {"portal_type": "Document", "b_size": 2},
+                          {"portal_type": "Document", "b_size": 2,
+                           "b_start": 2},
+                          {"allowedRolesAndUsers": ["Anonymous"],
+                           "effectiveRange": DateTime()},
+                          {"portal_type": "Document",
+                           "effectiveRange": DateTime()},
+                          {"allowedRolesAndUsers": ["Anonymous"],
+                           "portal_type": ["Document", "Folder"]}):
+                for union in ("apple OR banana OR durian",
+                              "cherry OR durian", "grape OR durian"):
+                    queries.append(dict(extra, **{name: union}))
+
+        def agree():
+            # the postings as the triggers keep them, then the text rows
+            # (the postings taken off), then the postings written again
+            by_postings, sent = statements(self.catalog, everything)
+            keep()
+            by_rows = everything()
+            keep("Title", "SearchableText")
+            self.assertEqual(by_postings, by_rows)
+            # (anonymous: the private documents kept out; a second page
+            # of few matches)
+            self.assertEqual([query for query, found in by_rows.items()
+                              if not found and "Anonymous" not in query
+                              and "b_start" not in query], [])
+            searches = [st for st in sent if "array_agg" in st]
+            self.assertEqual(len(searches), len(queries))
+            for search in searches:
+                self.assertIn('JOIN "pgcatalog_postings" h ON h.cid = ',
+                              search)
+            return by_rows
+
+        # (a new database keeps Title's)
+        self.assertEqual(store.rows(q("SELECT name FROM {}",
+                                      schema.POSTINGS_NAMES_TABLE)),
+                         [("Title",)])
+        keep("Title", "SearchableText")
+        agree()
+        # the transaction's own changes: a text, a workflow state (the
+        # hot row's key set), an entry gone, an entry added
+        texts = self.portal.texts
+        texts.t0.setTitle("banana")
+        texts.t0.setDescription("banana")
+        texts.t0.reindexObject()
+        wf = self.portal.portal_workflow
+        wf.setChainForPortalTypes(["Document"],
+                                  "simple_publication_workflow")
+        wf.doActionFor(texts.t1, "publish")
+        # (made private: the hot row alone changes, the text rows are
+        # not written again)
+        wf.doActionFor(texts.t4, "publish")
+        wf.doActionFor(texts.t4, "retract")
+        texts.manage_delObjects(["t3"])
+        texts.invokeFactory("Document", "t9", title="durian cherry",
+                            description="durian cherry")
+        processQueue()
+        before = agree()
+        # the document published: found by anonymous
+        visible = {path for query, found in before.items()
+                   if "Anonymous" in query and "cherry" in query
+                   for path, _s, _n in found}
+        self.assertIn("/plone/texts/t1", visible)
+        self.assertNotIn("/plone/texts/t4", visible)
+        # read from the postings while the index is named: emptied,
+        # nothing is found
+        store.write(q("DELETE FROM {} WHERE name = 'SearchableText'",
+                      schema.POSTINGS_TABLE))
+        for query in queries:
+            self.assertEqual(self.full(query),
+                             [] if "SearchableText" in query
+                             else before[repr(query)], query)
+        keep("Title")
+        for query in queries:
+            self.assertEqual(self.full(query), before[repr(query)], query)
 
     def _other_conditions(self, texts, postings=False):
         # the same documents through hot conditions only (the text rows

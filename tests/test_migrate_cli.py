@@ -77,6 +77,26 @@ def test_apply_then_up_to_date(dsn):
     assert (status, out) == (migrate.CURRENT, "")
 
 
+def test_postings_named(dsn):
+    """``--postings``: the text indexes whose postings the database keeps
+    (Title in a new one); refused before the schema is up to date."""
+    status, out, err = run("--dsn", dsn, "--postings", "Title")
+    assert status == migrate.ERROR
+    assert "pgcatalog-migrate --apply first" in err
+    run("--dsn", dsn, "--apply")
+    status, out, err = run("--dsn", dsn, "--postings",
+                           " SearchableText, Title,")
+    assert status == migrate.CURRENT
+    assert out == ("postings kept for: SearchableText, Title (added: "
+                   "SearchableText; taken off: none)\n")
+    status, out, err = run("--dsn", dsn, "--postings", "")
+    assert out == ("postings kept for: none (added: none; taken off: "
+                   "SearchableText, Title)\n")
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pgcatalog_postings_names"
+                            ).fetchone() == (0,)
+
+
 def test_pending_steps_on_the_baseline(dsn, later_release):
     a, b = (step.version for step in later_release)
     with psycopg.connect(dsn, autocommit=True) as conn:

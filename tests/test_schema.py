@@ -140,7 +140,8 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_sets", "pgcatalog_hot_counts", "pgcatalog_words",
         "pgcatalog_hot_free_sets", "pgcatalog_langtext",
         "pgcatalog_hot_key_counts", "pgcatalog_text_totals",
-        "pgcatalog_text_df"])
+        "pgcatalog_text_df", "pgcatalog_postings",
+        "pgcatalog_postings_names"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -165,7 +166,10 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(r[0] for r in fresh["triggers"]) == [
         "pgcatalog_entries_hot", "pgcatalog_entries_hot_update",
         "pgcatalog_hot_count_delete", "pgcatalog_hot_count_insert",
-        "pgcatalog_hot_count_update", "pgcatalog_text_totals_delete",
+        "pgcatalog_hot_count_update", "pgcatalog_hot_postings_delete",
+        "pgcatalog_hot_postings_insert", "pgcatalog_hot_postings_update",
+        "pgcatalog_text_postings_delete", "pgcatalog_text_postings_insert",
+        "pgcatalog_text_postings_update", "pgcatalog_text_totals_delete",
         "pgcatalog_text_totals_insert", "pgcatalog_text_totals_update",
         "pgcatalog_text_words_insert", "pgcatalog_text_words_update"]
     # the hot keys' codes; metadata layouts (layouts.py)
@@ -682,3 +686,97 @@ def test_upgrade_keeps_word_frequencies(conn):
     assert conn.execute(DF_OFF).fetchall() == []
     assert len(rows) == len(set(r[:3] for r in rows))
     assert all(r[3] and r[4] for r in rows)
+
+
+#: the postings the text rows of the named indexes and their hot rows give,
+#: and those kept, where they differ
+POSTINGS_OFF = """
+WITH a AS (
+    SELECT t.cid, t.name, u.lexeme AS word, t.rid,
+           coalesce((t.tf ->> u.lexeme)::float8,
+                    CASE WHEN t.tf IS NULL
+                         THEN cardinality(u.positions)::float8
+                         ELSE 1 END) AS tf,
+           t.dl, h.sid, h.lo, h.hi, h.rng
+    FROM pgcatalog_text t
+    JOIN pgcatalog_postings_names k ON k.name = t.name
+    CROSS JOIN LATERAL unnest(t.tsv) u
+    LEFT JOIN pgcatalog_hot h ON h.rid = t.rid
+    WHERE u.lexeme <> chr(3)),
+p AS (SELECT cid, name, word, rid, tf, dl, sid, lo, hi, rng
+      FROM pgcatalog_postings)
+(SELECT 'missing', * FROM (SELECT * FROM a EXCEPT ALL SELECT * FROM p) m)
+UNION ALL
+(SELECT 'extra', * FROM (SELECT * FROM p EXCEPT ALL SELECT * FROM a) x)"""
+
+
+def test_upgrade_keeps_postings(conn):
+    """Schema version 7: the postings of the named text indexes (Title by
+    default), filled by the step and kept by the triggers as text rows
+    come, change and go, as the hot rows' key sets change, and rolled
+    back; naming an index writes its postings, taking it off deletes
+    them (ops/postings.py)."""
+    from plone.pgcatalog.ops import postings
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v6.sql"))
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/x1', 2, '{\"portal_type\": \"Document\"}'), "
+        "(1, '/plone/x2', 2, '{\"portal_type\": \"News Item\"}'), "
+        "(2, '/other/x3', 2, '{}')")
+    _text_row(conn, "/plone/x1", "Title", ["a", "b", "a"], dl=False)
+    _text_row(conn, "/plone/x1", "SearchableText", ["a", "b", "c"])
+    migrations.apply(conn)
+    assert postings.kept(conn) == ["Title"]
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    title = ("SELECT p.word, p.tf, p.sid IS NOT NULL FROM pgcatalog_postings "
+             "p JOIN pgcatalog_entries e ON e.rid = p.rid WHERE e.path = %s "
+             "ORDER BY 1")
+    assert conn.execute(title, ("/plone/x1",)).fetchall() == [
+        ("a", 2.0, True), ("b", 1.0, True)]
+    _text_row(conn, "/plone/x2", "Title", ["a", "c"])
+    _text_row(conn, "/other/x3", "Title", ["a"])
+    _text_row(conn, "/plone/x1", "Title", ["d"])
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    assert conn.execute(title, ("/plone/x1",)).fetchall() == [
+        ("d", 1.0, True)]
+    # a key set changed, a hot row gone (no key left), and back
+    sid = conn.execute(
+        "SELECT sid FROM pgcatalog_hot h JOIN pgcatalog_entries e ON "
+        "e.rid = h.rid WHERE e.path = '/plone/x2'").fetchone()[0]
+    conn.execute("UPDATE pgcatalog_entries SET idx = '{\"portal_type\": "
+                 "\"Document\"}' WHERE path = '/plone/x2'")
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    assert conn.execute(
+        "SELECT DISTINCT p.sid FROM pgcatalog_postings p JOIN "
+        "pgcatalog_entries e ON e.rid = p.rid WHERE e.path = '/plone/x2'"
+    ).fetchall() != [(sid,)]
+    conn.execute("UPDATE pgcatalog_entries SET idx = '{}' WHERE path = "
+                 "'/plone/x2'")
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    conn.execute("UPDATE pgcatalog_entries SET idx = '{\"portal_type\": "
+                 "\"Event\"}' WHERE path = '/plone/x2'")
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with conn.transaction():
+            _text_row(conn, "/plone/x2", "Title", ["e"])
+            conn.execute("UPDATE pgcatalog_entries SET idx = '{}' WHERE "
+                         "path = '/plone/x1'")
+            conn.execute("SELECT 1 / 0")
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/x2'")
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    # another index named, then Title taken off
+    assert postings.keep(conn, ["Title", "SearchableText"]) == (
+        ["SearchableText"], [])
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_postings WHERE name = "
+        "'SearchableText'").fetchone()[0] > 3
+    assert postings.keep(conn, ["SearchableText"]) == ([], ["Title"])
+    assert conn.execute(POSTINGS_OFF).fetchall() == []
+    assert conn.execute(
+        "SELECT DISTINCT name FROM pgcatalog_postings").fetchall() == [
+        ("SearchableText",)]
+    with pytest.raises(ValueError):
+        postings.keep_statements([""])

@@ -2,7 +2,7 @@
 schema lacks::
 
     pgcatalog-migrate [--dsn DSN | --zope-conf etc/zope.conf] [--sql | --apply]
-                      [--grant ROLE] [--json]
+                      [--grant ROLE] [--postings NAMES] [--json]
 
 Without ``--sql`` or ``--apply`` it shows the database's schema version,
 this release's, and each pending step: whether catalog writes wait while it
@@ -12,6 +12,9 @@ database (a rolling deploy).  ``--sql`` prints the SQL it would run;
 ``--apply`` runs the pending steps, one transaction each, with progress
 on stderr.  ``--grant ROLE`` gives a role of the running processes what
 they need on the catalog tables and no more (with ``--sql``: prints it).
+``--postings Title,Description`` names the text indexes whose postings
+the database keeps for fast prefixes (docs/suggest.md; ``Title`` by
+default).
 
 The database: ``--dsn``, else the ``dsn`` of ``<product-config
 plone.pgcatalog>`` in ``--zope-conf``, else ``PGCATALOG_DSN`` — the one the
@@ -31,6 +34,7 @@ import psycopg
 from plone.pgcatalog import __version__
 from plone.pgcatalog import config
 from plone.pgcatalog.errors import PGCatalogError
+from plone.pgcatalog.ops import postings
 from plone.pgcatalog.pg.db import safe_dsn
 from plone.pgcatalog.schema import migrations
 
@@ -63,6 +67,12 @@ def parser():
                         "catalog tables (reading and writing rows; not "
                         "changing the schema): a least-privilege role, "
                         "docs/upgrade.md")
+    p.add_argument("--postings", metavar="NAMES",
+                   help="the text indexes (comma-separated names, '' for "
+                        "none) whose postings the database keeps for fast "
+                        "prefixes (Title by default): those taken off are "
+                        "deleted, those added written from their text "
+                        "rows; catalog writes wait meanwhile")
     p.add_argument("--json", action="store_true",
                    help="print the status as JSON")
     return p
@@ -189,7 +199,7 @@ def run(dsn, args, out, err):
                     out.write("-- what %s may do\n" % args.grant)
                     for statement in migrations.grants(conn, args.grant):
                         out.write(statement.as_string(conn) + ";\n")
-            elif not args.grant:
+            elif not args.grant and args.postings is None:
                 out.write("\n".join(status_lines(dsn, state)) + "\n")
         if state.prerelease is not None or (
                 state.version is not None and not state.runs() and
@@ -197,7 +207,8 @@ def run(dsn, args, out, err):
             if args.apply or args.sql:
                 err.write("\n".join(status_lines(dsn, state)[2:]) + "\n")
             return ERROR
-        if not args.apply and (args.sql or not args.grant):
+        if not args.apply and (args.sql or not (args.grant or
+                                                args.postings is not None)):
             return PENDING if state.pending() else CURRENT
 
         def progress(step, event, seconds):
@@ -223,6 +234,17 @@ def run(dsn, args, out, err):
             out.write("granted %s what running processes need on %d "
                       "catalog tables and sequences\n"
                       % (args.grant, len(statements) - 1))
+        if args.postings is not None:
+            if not state.runs() or state.pending():
+                raise CommandError("the schema is not up to date: run "
+                                   "pgcatalog-migrate --apply first")
+            names = [n.strip() for n in args.postings.split(",")
+                     if n.strip()]
+            added, gone = postings.keep(conn, names)
+            out.write("postings kept for: %s (added: %s; taken off: %s)\n"
+                      % (", ".join(sorted(set(names))) or "none",
+                         ", ".join(added) or "none",
+                         ", ".join(gone) or "none"))
         return PENDING if state.pending() else CURRENT
 
 

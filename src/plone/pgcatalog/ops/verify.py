@@ -350,8 +350,10 @@ class Verifier:
     def check_text_totals(self):
         """Text indexes whose kept totals of documents and words (Okapi's
         collection statistics), or words whose kept document frequencies,
-        do not add up to their text rows (``stale_hot``, named
-        ``totals:<index>``, ``df:<index>:<word>``): counted again by a
+        do not add up to their text rows, and kept postings that differ
+        from their text rows and hot rows (``stale_hot``, named
+        ``totals:<index>``, ``df:<index>:<word>``,
+        ``postings:<index>:<word>:<rid>``): counted or written again by a
         repair."""
         store = self.catalog._pgc_store()
         totals = verifystore.text_total_mismatches(store, HOT_ORPHANS_MAX)
@@ -364,12 +366,19 @@ class Verifier:
             self.report.add("stale_hot", "df:%s:%s" % (name, word),
                             "documents kept %d, of the rows %d"
                             % (kept, rows))
-        wrong = totals + words
+        kept = verifystore.postings_mismatches(store, HOT_ORPHANS_MAX)
+        for name, word, rid in kept:
+            self.report.add("stale_hot", "postings:%s:%s:%d"
+                            % (name, word, rid),
+                            "the kept posting differs from the text row")
+        wrong = totals + words + kept
         if wrong and self.report.repair:
             if totals:
                 verifystore.recount_text_totals(store)
             if words:
                 verifystore.recount_text_df(store)
+            if kept:
+                verifystore.rewrite_postings(store)
             textstats.forget()
             self.report.repaired += len(wrong)
             if self.on_batch is not None:

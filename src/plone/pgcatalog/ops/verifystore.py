@@ -9,6 +9,7 @@ the writer sends is not).  Every function takes the catalog's store
 (``store.CatalogStore``) of the current transaction.
 """
 from plone.pgcatalog.indexes.text.encoding import dl_sql
+from plone.pgcatalog.ops import postings
 from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
@@ -229,6 +230,35 @@ def recount_text_df(store):
         "name, word, n, folded) SELECT c.*, true FROM ({}) c",
         schema.TEXT_DF_TABLE, store.cid, schema.TEXT_DF_TABLE,
         _words_counted(store.cid)))
+
+
+def _postings_stored(cid):
+    return q("SELECT p.cid, p.name, p.word, p.rid, p.tf, p.dl, p.sid, "
+             "p.lo, p.hi, p.rng FROM {} p WHERE p.cid = {}",
+             schema.POSTINGS_TABLE, cid)
+
+
+def postings_mismatches(store, limit):
+    """Up to ``limit`` ``(text index, word, rid)`` of the catalog's kept
+    postings (``pgcatalog_postings``, schema version 7) missing, left
+    over, or holding other values than its text rows and hot rows give
+    (one statement, reading every text row of the kept indexes)."""
+    expected = postings.expected(cid=store.cid)
+    stored = _postings_stored(store.cid)
+    return [tuple(r) for r in store.rows(q(
+        "SELECT DISTINCT d.name, d.word, d.rid FROM (({} EXCEPT ALL {}) "
+        "UNION ALL ({} EXCEPT ALL {})) d(cid, name, word, rid) ORDER BY 1, "
+        "2, 3 LIMIT {}", expected, stored, stored, expected,
+        literal(int(limit))))]
+
+
+def rewrite_postings(store):
+    """Write the catalog's kept postings again from its text rows and hot
+    rows (verify's repair), in one statement."""
+    store.session.execute_write(store.cid, q(
+        "WITH d AS (DELETE FROM {} WHERE cid = {}) INSERT INTO {} {} {}",
+        schema.POSTINGS_TABLE, store.cid, schema.POSTINGS_TABLE,
+        postings.COLUMNS, postings.expected(cid=store.cid)))
 
 
 def hot_orphans(store, limit):

@@ -304,7 +304,7 @@ def analyze(dsn):
                 schema.TEXT_TABLE, schema.HOT_TABLE, schema.HOT_SETS_TABLE,
                 schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
                 schema.HOT_KEY_COUNTS_TABLE, schema.TEXT_TOTALS_TABLE,
-                schema.TEXT_DF_TABLE])))
+                schema.TEXT_DF_TABLE, schema.POSTINGS_TABLE])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",

@@ -59,7 +59,8 @@ def table_sizes(store):
         [schema.ENTRIES, schema.META, schema.TEXT, schema.LISTS,
          schema.HOT, schema.HOT_SETS, schema.HOT_COUNTS,
          schema.HOT_FREE_SETS, schema.HOT_KEY_COUNTS, schema.WORDS,
-         schema.LANGTEXT, schema.TEXT_TOTALS, schema.TEXT_DF]))]
+         schema.LANGTEXT, schema.TEXT_TOTALS, schema.TEXT_DF,
+         schema.POSTINGS]))]
 
 
 def entries_page(store, prefix, b_start, b_size):

@@ -30,6 +30,12 @@ Layout (one set of tables per database, every row scoped by catalog
     one row per (entry, text index searched by language, docs/language-text.md):
     the text search configuration of the object's language and the
     weighted ``tsvector`` PostgreSQL parsed with it (schema version 2).
+``pgcatalog_postings`` / ``pgcatalog_postings_names``
+    one row per word and text row of the text indexes the names table
+    names (``Title`` by default): the word's count, the row's length and
+    the key set and range of the entry's hot row, under one B-tree: a
+    prefix's matches beside the hot conditions read from it alone
+    (schema version 7, :mod:`plone.pgcatalog.indexes.text.postings`).
 ``pgcatalog_words``
     the lexicon: every word of the text rows, kept by a trigger.
 ``pgcatalog_commits``
@@ -108,6 +114,8 @@ HOT_KEY_COUNTS = "pgcatalog_hot_key_counts"
 WORDS = "pgcatalog_words"
 TEXT_TOTALS = "pgcatalog_text_totals"
 TEXT_DF = "pgcatalog_text_df"
+POSTINGS = "pgcatalog_postings"
+POSTINGS_NAMES = "pgcatalog_postings_names"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 #: the tables' names as SQL identifiers (composed into statements, never
@@ -134,6 +142,8 @@ COMMITS_TABLE = ident(COMMITS)
 WORDS_TABLE = ident(WORDS)
 TEXT_TOTALS_TABLE = ident(TEXT_TOTALS)
 TEXT_DF_TABLE = ident(TEXT_DF)
+POSTINGS_TABLE = ident(POSTINGS)
+POSTINGS_NAMES_TABLE = ident(POSTINGS_NAMES)
 
 #: the tables as statements name them, each with the one alias every
 #: statement gives it (``e.idx``, ``m.meta``, ``t.words``, ``h.keys``)

@@ -371,9 +371,12 @@ def text_relevance(conditions, store, window, qc):
     beside_path = any(c.on_path and not c.everywhere for c in conditions)
     if not others:
         if postings is not None:
+            source = relevance.postings(postings.statement)
+            if postings.kept is not None:
+                source = relevance.kept_postings_or(postings.kept, TRUE,
+                                                    source, TRUE)
             return relevance.TextRelevance(
-                TRUE, relevance.POSTINGS_SCORE,
-                source=relevance.postings(postings.statement),
+                TRUE, relevance.POSTINGS_SCORE, source=source,
                 rid=relevance.TEXT_RID, window=page)
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
@@ -397,6 +400,12 @@ def text_relevance(conditions, store, window, qc):
             else:
                 where = relevance.among_hot(kept, hashed=hashed)
                 source = relevance.postings(postings.statement)
+            if postings.kept is not None:
+                # (the kept postings hold the hot row's set and range
+                # under the hot row's names)
+                source = relevance.kept_postings_or(postings.kept, kept,
+                                                    source, where)
+                where = TRUE
             return relevance.TextRelevance(
                 where, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
                 window=page, source=source)

@@ -50,10 +50,13 @@ class Postings:
     ``reads`` (the rows it reads: the sum of the words' document
     frequencies) and ``documents`` (the index's, when known)."""
 
-    def __init__(self, statement, reads, documents):
+    def __init__(self, statement, reads, documents, kept=None):
         self.statement = statement
         self.reads = reads
         self.documents = documents
+        #: a :class:`KeptPostings` reading the same matches and scores from
+        #: the kept postings (a union alone), else None
+        self.kept = kept
 
     def pays(self, kept):
         """Whether reading word by word costs less than matching the union
@@ -67,6 +70,45 @@ class Postings:
         share = min(1.0, float(kept) / self.documents)
         return self.reads * POSTING_US <= \
             union * (UNION_ROW_US + share * ROW_SCORE_US)
+
+
+class KeptPostings:
+    """A union of words alone read from the postings kept for its index
+    (``pgcatalog_postings``, schema version 7), when the index is named in
+    ``pgcatalog_postings_names``: the words' rows of one B-tree range
+    each, read alone (the count, the row's length, the entry's key set and
+    range are in it).  ``name``: the index's id as a literal; ``words``,
+    ``frequencies``: the union's words and their document frequencies;
+    ``tf(count, dl)`` and ``idf(df)``: the scorer's arithmetic."""
+
+    def __init__(self, cid, name, words, frequencies, word_score, idf):
+        self.cid = cid
+        self.name = name
+        self.words = words
+        self.frequencies = frequencies
+        self.word_score = word_score
+        self.idf = idf
+
+    def guard(self):
+        """Whether the index's postings are kept (SQL, evaluated once per
+        statement: an uncorrelated sub-select)."""
+        return q("EXISTS (SELECT 1 FROM {} k WHERE k.name = {})",
+                 schema.POSTINGS_NAMES_TABLE, self.name)
+
+    def statement(self, condition):
+        """``SELECT rid, score`` of the union's matches whose postings
+        ``h`` meet ``condition`` (a Fragment over ``h``'s ``sid``, ``lo``,
+        ``hi``, ``rng``: the hot row's columns of those names), nothing
+        when the postings are not kept (:meth:`guard`): the same matches
+        and scores as :func:`postings_sql`'s, word for word."""
+        return q(
+            "SELECT h.rid, (sum({}))::float8 AS score FROM (SELECT w.lex, "
+            "{} AS idf FROM unnest({}::text[], {}::float8[]) w(lex, df) "
+            "OFFSET 0) w JOIN {} h ON h.cid = {} AND h.name = {} AND "
+            "h.word = w.lex COLLATE \"C\" WHERE {} AND {} GROUP BY h.rid",
+            self.word_score, self.idf, param(self.words),
+            param(self.frequencies), schema.POSTINGS_TABLE,
+            literal(int(self.cid)), self.name, self.guard(), condition)
 
 
 def _union_of_words(node):
@@ -167,6 +209,13 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
                           scorer.idf(f8(max(int(n), 1))), _HALF_SQL)
                         for lex, n in needed]) if needed else q("0")
     total = q("sum(p.k) + max(p.r)") if needed else q("sum(p.k)")
+    kept = None
+    if not needed and not neg:
+        kept = KeptPostings(
+            cid, scorer.name, words, frequencies,
+            q("floor({} * w.idf + {})", scorer.tf(q("h.tf"),
+                                                  q("h.dl::float8")),
+              _HALF_SQL), scorer.idf(q("w.df")))
     return Postings(q(
         "SELECT p.rid, ({})::float8 AS score FROM (SELECT w.lex, "
         "w.query::tsquery AS query, {} AS idf FROM unnest({}::text[], "
@@ -176,4 +225,4 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
         total, scorer.idf(q("w.df")), param(words), param(queries),
         param(frequencies), word, also, schema.TEXT_TABLE,
         literal(int(cid)),
-        indexed_words(scorer.name, "x")), reads, documents)
+        indexed_words(scorer.name, "x")), reads, documents, kept)

@@ -33,6 +33,7 @@ from plone.pgcatalog.schema.migrations import v0003_hot_unkeyed
 from plone.pgcatalog.schema.migrations import v0004_free_key_counts
 from plone.pgcatalog.schema.migrations import v0005_text_totals
 from plone.pgcatalog.schema.migrations import v0006_word_frequencies
+from plone.pgcatalog.schema.migrations import v0007_postings
 from plone.pgcatalog.schema.migrations.step import Step
 
 #: pg_advisory_xact_lock key: one process at a time creates or migrates
@@ -62,7 +63,7 @@ CREATE = Step(BASELINE, "create the catalog tables (baseline)",
 #: its own)
 STEPS = (v0002_language_text.STEP, v0003_hot_unkeyed.STEP,
          v0004_free_key_counts.STEP, v0005_text_totals.STEP,
-         v0006_word_frequencies.STEP)
+         v0006_word_frequencies.STEP, v0007_postings.STEP)
 
 #: the schema version this release works with
 SCHEMA_VERSION = STEPS[-1].version if STEPS else BASELINE

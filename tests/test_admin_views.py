@@ -147,7 +147,8 @@ class TestAdminViews(unittest.TestCase):
                                        "pgcatalog_words",
                                        "pgcatalog_langtext",
                                        "pgcatalog_text_totals",
-                                       "pgcatalog_text_df"})
+                                       "pgcatalog_text_df",
+                                       "pgcatalog_postings"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

@@ -63,7 +63,7 @@ def catalog_exists(key):
 def text_kept(key):
     """``(words of the catalog's text rows, its rows of kept
     frequencies, the (text index, word) whose kept rows do not add up to
-    0)``: what the drop of a catalog leaves."""
+    0, its kept postings)``: what the drop of a catalog leaves."""
     with db.get_pool().connection() as conn:
         cid = db.run(conn, q("SELECT cid FROM pgcatalog_catalogs WHERE "
                              "key = {}", key)).fetchone()[0]
@@ -78,8 +78,9 @@ def text_kept(key):
                 "pgcatalog_text_df WHERE cid = {} GROUP BY 1, 2 HAVING "
                 "sum(n) <> 0) d) + (SELECT count(*) FROM (SELECT name FROM "
                 "pgcatalog_text_totals WHERE cid = {} GROUP BY 1 HAVING "
-                "sum(docs) <> 0 OR sum(words) <> 0) d)", cid, cid, cid,
-                cid)).fetchone()
+                "sum(docs) <> 0 OR sum(words) <> 0) d), (SELECT count(*) "
+                "FROM pgcatalog_postings WHERE cid = {})", cid, cid, cid,
+                cid, cid)).fetchone()
         return kept
 
 
@@ -159,12 +160,14 @@ class TestOnlineRebuild(OnlineCase):
         # the old catalog stays until the grace period passed
         self.assertTrue(catalog_exists(old_key))
         kept = text_kept(old_key)
-        words, before, _ = kept()
+        words, before, _, postings = kept()
+        self.assertGreater(postings, 0)
         self.assertEqual(build.drop(grace=0), self.total)
         self.assertFalse(catalog_exists(old_key))
         # its words' frequencies taken off once per batch of the drop (one
-        # batch here), not once per entry; nothing left to add up
-        self.assertEqual(kept(), (0, before + words, 0))
+        # batch here), not once per entry; nothing left to add up; its
+        # postings gone with its text rows
+        self.assertEqual(kept(), (0, before + words, 0, 0))
         # the result cache's generation starts again with the next write
         # (from the new catalog's stamp): answers are cached again
         self.assertIsNone(result_cache.generation(self.catalog))

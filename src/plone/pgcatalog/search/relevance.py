@@ -78,9 +78,9 @@ def kept_postings_or(kept, condition, source, where):
     word by word, :func:`postings` and the others): the statement says
     which, an uncorrelated sub-select PostgreSQL evaluates once, so the
     other branch is never run.  A three-letter prefix of ``Title`` beside
-    the anonymous filters at 100,000 entries (more_queries' SU): 18 ms
-    read word by word and joined to the hot rows, BENCHMARKS.md for the
-    kept postings."""
+    the anonymous filters at 100,000 entries (more_queries' SU): medians
+    17.7 and 16.3 ms read word by word and joined to the hot rows, 7.2 and
+    5.0 from the kept postings, by turns (BENCHMARKS.md)."""
     return q("(({}) UNION ALL (SELECT tr.rid, tr.score FROM {} WHERE {} "
              "AND NOT {})) tr", kept.statement(condition), source, where,
              kept.guard())

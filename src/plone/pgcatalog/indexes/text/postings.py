@@ -200,8 +200,15 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
     # pulled up into the grouping): only (rid, score) go on to the sum.
     # Pulled up, the rows' tsvectors went through the grouping's sort (124
     # MB on disk for 82,912 rows: 433 ms).
-    word = q("floor({} * w.idf + {})",
-             scorer.tf(_posting_count(q("w.lex")), dl), _HALF_SQL)
+    def word_score(count, length):
+        # a word's Okapi term from its count and the row's length, and
+        # the word's inverse frequency ``w.idf``: the same arithmetic
+        # over the text rows and over the kept postings
+        return q("floor({} * w.idf + {})", scorer.tf(count, length),
+                 _HALF_SQL)
+
+    word = word_score(_posting_count(q("w.lex")), dl)
+    idf = scorer.idf(q("w.df"))
     # the required words' scores: the same in each of the row's reads,
     # added once
     also = join(" + ", [q("floor({} * {} + {})",
@@ -213,16 +220,14 @@ def postings_sql(index_id, node, qc, cid, mode="okapi"):
     if not needed and not neg:
         kept = KeptPostings(
             cid, scorer.name, words, frequencies,
-            q("floor({} * w.idf + {})", scorer.tf(q("h.tf"),
-                                                  q("h.dl::float8")),
-              _HALF_SQL), scorer.idf(q("w.df")))
+            word_score(q("h.tf"), q("h.dl::float8")), idf)
     return Postings(q(
         "SELECT p.rid, ({})::float8 AS score FROM (SELECT w.lex, "
         "w.query::tsquery AS query, {} AS idf FROM unnest({}::text[], "
         "{}::text[], {}::float8[]) w(lex, query, df) OFFSET 0) w CROSS "
         "JOIN LATERAL (SELECT x.rid, {} AS k, {} AS r FROM {} x WHERE "
         "x.cid = {} AND {} @@ w.query OFFSET 0) p GROUP BY p.rid",
-        total, scorer.idf(q("w.df")), param(words), param(queries),
+        total, idf, param(words), param(queries),
         param(frequencies), word, also, schema.TEXT_TABLE,
         literal(int(cid)),
         indexed_words(scorer.name, "x")), reads, documents, kept)

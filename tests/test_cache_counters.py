@@ -19,7 +19,9 @@ from plone.pgcatalog.changes import ChangeCounters
 from plone.pgcatalog.changes import Changes
 from plone.pgcatalog.pg import store as store_module
 from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.pg.writer import Upsert
+from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
@@ -200,6 +202,90 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual([i for i, _t in self.titles(**by_title)],
                          ["d0", "d2"])
 
+    def windows(self, func):
+        """``(func(), [rids of each metadata window read])``."""
+        from plone.pgcatalog.pg.store import CatalogStore
+        read = []
+        original = CatalogStore.metadata_window
+
+        def window(store, rids):
+            read.append(sorted(rids))
+            return original(store, rids)
+
+        CatalogStore.metadata_window = window
+        try:
+            return func(), read
+        finally:
+            CatalogStore.metadata_window = original
+
+    def test_an_answer_read_again_reads_only_brains_it_cannot_know(self):
+        # after an edit the listing is read again; its brains' metadata
+        # read before (the first 32 come with the search, the rest in a
+        # window) is the process's, current unless its rid was logged as
+        # changed
+        for n in range(3, 43):
+            self.portal.invokeFactory("Document", "d%d" % n,
+                                      title="Doc %02d" % n)
+        processQueue()
+        transaction.commit()
+        listing = dict(portal_type="Document", sort_on="sortable_title")
+        first, read = self.windows(lambda: self.titles(**listing))
+        self.assertEqual(len(first), 43)
+        self.assertEqual(sum(len(w) for w in read), 43 - 32)
+        transaction.abort()
+        self.portal.invokeFactory("Document", "new", title="Zz new")
+        self.edit("d40", Title="Zz renamed")
+        found, read = self.windows(lambda: [
+            (b.getId, b.Title) for b in
+            self.catalog.unrestrictedSearchResults(**listing)])
+        self.assertEqual(found[-2:], [("new", "Zz new"),
+                                      ("d40", "Zz renamed")])
+        self.assertEqual(sorted(found), sorted(
+            [i for i in first if i[0] != "d40"]
+            + [("d40", "Zz renamed"), ("new", "Zz new")]))
+        # of the 12 brains after the first 32: the renamed and the new one
+        uids = {b.getId: b.getRID() for b in
+                self.catalog.unrestrictedSearchResults(id=["d40", "new"])}
+        self.assertEqual(read, [sorted(uids.values())])
+        # a statement on many rows (verify's repairs rewrite metadata so)
+        # is no edit of one: every brain read again
+        transaction.abort()
+        store = self.catalog._pgc_store()
+        store.write(q("UPDATE {} SET meta = meta WHERE rid IN (SELECT "
+                      "rid FROM {} WHERE cid = {})", schema.META_TABLE,
+                      schema.ENTRIES_TABLE, store.cid))
+        transaction.commit()
+        found, read = self.windows(lambda: [
+            (b.getId, b.Title) for b in
+            self.catalog.unrestrictedSearchResults(**listing)])
+        self.assertEqual(len(found), 44)
+        self.assertEqual(sum(len(w) for w in read), 44 - 32)
+
+    def test_the_change_counter_is_kept_until_a_commit_moves_it(self):
+        # plone.app.textfield asks getCounter on every page showing rich
+        # text: read once per committed change, not per request
+        before = self.catalog.getCounter()
+        transaction.abort()
+        found, sent = self.statements(self.catalog.getCounter)
+        self.assertEqual((found, sent), (before, []))
+        # an unchanged reindex moves the counter (as ZCatalog's) and so
+        # the generation it is kept under
+        self.portal.d1.reindexObject()
+        processQueue()
+        self.assertEqual(self.catalog.getCounter(), before + 1)
+        transaction.commit()
+        found, sent = self.statements(self.catalog.getCounter)
+        self.assertEqual((found, len(sent)), (before + 1, 1))
+        transaction.abort()
+        found, sent = self.statements(self.catalog.getCounter)
+        self.assertEqual((found, sent), (before + 1, []))
+        # own writes counted, the kept value not changed by them
+        self.portal.d2.reindexObject()
+        self.portal.d0.reindexObject()
+        self.assertEqual(self.catalog.getCounter(), before + 3)
+        transaction.abort()
+        self.assertEqual(self.catalog.getCounter(), before + 1)
+
     def test_a_uid_lookup_is_kept_until_the_entries_change(self):
         # plone.app.uuid's uuidToPhysicalPath reads the UID index's
         # forward mapping on every page view
@@ -215,6 +301,9 @@ class TestInvalidation(unittest.TestCase):
         transaction.abort()
         found, sent = self.statements(
             lambda: index._index.get("no-such-uid", 0))
+        self.assertEqual((found, sent), (0, []))
+        # None is never a UID (as UUIDIndex's forward index): no statement
+        found, sent = self.statements(lambda: index._index.get(None, 0))
         self.assertEqual((found, sent), (0, []))
         # an edit that changes no UID keeps it
         self.edit("d1", Title="Renamed")

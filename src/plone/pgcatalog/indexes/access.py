@@ -68,6 +68,10 @@ class IndexMapping:
                                   lambda: store.index_rids(condition))
 
     def get(self, key, default=None):
+        if key is None and self.index.pgc_unique:
+            # a UUIDIndex never holds None in its forward index (asked on
+            # page views for an object without a UID)
+            return default
         try:
             rids = self._rids_for(key)
         except TypeError:

@@ -45,6 +45,9 @@ STAMPED_MAX = 1000
 #: rid, asked by plone.app.uuid on every page view), apart: many values
 _forward = {}
 FORWARD_MAX = 10000
+#: (dsn, catalog key, cid) -> (ZODB generation, change counter): see
+#: CatalogStore.change_counter
+_counter = {}
 #: dsn -> (monotonic time, PostgreSQL's statistics' number of hot rows of
 #: every catalog, or None); read again after HOT_ROWS_TTL seconds
 _hot_rows = {}
@@ -230,6 +233,32 @@ class CatalogStore(outside.EntriesOutside):
             "count(l.id) FROM {} c LEFT JOIN {} l ON l.cid = c.cid WHERE "
             "c.cid = {} GROUP BY c.counter, c.stamp", schema.CATALOGS_TABLE,
             schema.COMMITS_TABLE, self.cid)).fetchone())
+
+    def change_counter(self):
+        """The catalog's change counter as this transaction sees it (its
+        own pending changes not counted, as :meth:`state`), kept per
+        process under the ZODB generation of this transaction's view
+        (``cache.view``): every commit that moves the counter counts one
+        generation (the tool's before-commit hook), so one generation has
+        one counter.  Kept only from a snapshot holding exactly what that
+        generation counts (``snapshot_complete``), read again by a
+        transaction with writes of its own.  Plone asks for it on every
+        page showing rich text (plone.app.textfield's check of the images
+        it references)."""
+        generation = self.cache_generation
+        session = self.session
+        if generation is None or session.has_writes or session.pending or \
+                self.wrote:
+            return self.state()[0]
+        key = (session.dsn, self.key, self.cid)
+        found = _counter.get(key)
+        if found is not None and found[0] == generation:
+            return found[1]
+        self.expect_fill()
+        counter = self.state()[0]
+        if self.snapshot_complete(generation):
+            _counter[key] = (generation, counter)
+        return counter
 
     def stamped(self, key, compute, names, kept=None, size=STAMPED_MAX):
         """``compute()``, cached per process while what it reads is
@@ -504,7 +533,7 @@ class CatalogStore(outside.EntriesOutside):
 def forget_caches():
     """Empty the per-process caches (catalog ids, stamped answers, text
     statistics): for tests that rewind the database under a process."""
-    for cache in (_cids, _stamped, _forward):
+    for cache in (_cids, _stamped, _forward, _counter):
         cache.clear()
     textstats.forget()
     hot.forget_found_ids()

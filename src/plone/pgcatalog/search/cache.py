@@ -58,6 +58,7 @@ from plone.pgcatalog import config
 from plone.pgcatalog.changes import read_names
 from plone.pgcatalog.indexes.interfaces import IQueryValueKind
 from plone.pgcatalog.indexes.interfaces import ITextKind
+from plone.pgcatalog.search.keptmeta import KeptMetadata
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -163,7 +164,10 @@ class ResultCache:
     """Answers by key, LRU within a byte budget (thread-safe)."""
 
     def __init__(self, max_bytes):
-        self.max_bytes = max_bytes
+        #: brains' metadata kept across answers (keptmeta.py): a quarter
+        #: of the budget, the answers the rest
+        self.meta = KeptMetadata(max_bytes // 4)
+        self.max_bytes = max_bytes - self.meta.max_bytes
         self.entries = OrderedDict()
         self.sizes = {}
         self.bytes = 0
@@ -249,6 +253,7 @@ class ResultCache:
             self.entries.clear()
             self.sizes.clear()
             self.bytes = 0
+        self.meta.clear()
 
     def stats(self):
         with self.lock:
@@ -258,6 +263,7 @@ class ResultCache:
                     "bypasses": self.bypasses, "unfilled": self.unfilled,
                     "unfilled_count": self.refusals.get("count", 0),
                     "unfilled_writer": self.refusals.get("writer", 0),
+                    "kept_metadata": self.meta.stats(),
                     "last_fill": None if self.last_fill is None else
                     time.strftime("%Y-%m-%d %H:%M:%S",
                                   time.localtime(self.last_fill))}

@@ -27,6 +27,8 @@ from ZTUtils.Lazy import _marker
 from plone.pgcatalog.changes import meta_current
 from plone.pgcatalog.codec.core import decode
 from plone.pgcatalog.codec.core import meta_dict
+from plone.pgcatalog.search import keptmeta
+from plone.pgcatalog.search.cache import get_cache
 from plone.pgcatalog.search.lazy import LazyRids
 
 FIRST_WINDOW = 32
@@ -37,7 +39,7 @@ MAX_WINDOW = 1024
 #: trip (2,000 brains: 2 statements, where the doubling windows took 7)
 ITER_WINDOW = 4096
 #: no metadata entry known (or none current)
-UNKNOWN = object()
+UNKNOWN = keptmeta.UNKNOWN
 
 
 class Answer:
@@ -130,16 +132,24 @@ class Answer:
         return self.count
 
     def add_meta(self, store, found):
-        """Keep brains' metadata read by ``store``'s transaction (False:
-        not for this answer, see :meth:`learns`)."""
+        """Keep brains' metadata read by ``store``'s transaction: the
+        entries kept (tagged when the answer is shared), or None: not for
+        this answer, see :meth:`learns`."""
         if not self.learns(store):
-            return False
+            return None
         if self.shared:
             found = _tagged(found, store.counters.seq)
         self.meta.update(found)
         if self.cache is not None:
             self.cache.grew(self.origin or self, _meta_size(found))
-        return True
+        return found
+
+    def adopt_meta(self, rid, entry):
+        """Keep a current entry of ``rid`` found beside the answer
+        (keptmeta.py)."""
+        self.meta[rid] = entry
+        if self.cache is not None:
+            self.cache.grew(self.origin or self, _meta_size({rid: entry}))
 
     def reordered(self, catalog):
         """This cached answer in the order its folders have in
@@ -248,8 +258,16 @@ class BrainFactory:
         self.window = FIRST_WINDOW
         #: this transaction's metadata counters (a shared answer's brains
         #: are checked against them)
-        counters = tool._pgc_store().counters if answer.shared else None
+        store = tool._pgc_store()
+        counters = store.counters if answer.shared else None
         self.view = None if counters is None else counters.view()
+        #: the process's metadata kept across answers (keptmeta.py), for
+        #: a shared answer's brains
+        self.kept = self.scope = None
+        if self.view is not None:
+            cache = get_cache()
+            if cache is not None:
+                self.kept, self.scope = cache.meta, keptmeta.scope(store)
 
     def _layout(self, digest):
         """The names of a metadata layout this process does not know
@@ -262,6 +280,10 @@ class BrainFactory:
         entry = self.local.get(rid, UNKNOWN)
         if entry is UNKNOWN:
             entry = self.answer.meta_entry(rid, self.view)
+            if entry is UNKNOWN and self.kept is not None:
+                entry = self.kept.get(self.scope, rid, self.view)
+                if entry is not UNKNOWN:
+                    self.answer.adopt_meta(rid, entry)
         return entry
 
     def _position(self, rid):
@@ -304,8 +326,11 @@ class BrainFactory:
             store.expect_fill()
         found = store.metadata_window(wanted)
         found = {r: found.get(r) for r in wanted}
-        if not self.answer.add_meta(store, found):
+        added = self.answer.add_meta(store, found)
+        if added is None:
             self.local.update(found)
+        elif self.kept is not None and self.answer.shared:
+            self.kept.put(self.scope, added)
 
     def __call__(self, rid):
         entry = self._entry(rid)
@@ -325,6 +350,11 @@ class BrainFactory:
             entry = None
             extra = ()
         cached = self.answer.values.get(rid)
+        if (cached is None or cached[0] is not entry) and \
+                self.kept is not None and entry is not None:
+            values = self.kept.values(self.scope, rid, entry, self.names)
+            if values is not None:
+                cached = self.answer.values[rid] = (entry, values)
         if cached is not None and cached[0] is entry:
             values = cached[1]
         else:
@@ -339,6 +369,9 @@ class BrainFactory:
                 # hits skip parsing and decoding
                 values = brain_values(self.names, meta, decode)
                 self.answer.values[rid] = (entry, values)
+                if self.kept is not None:
+                    self.kept.keep_values(self.scope, rid, entry,
+                                          self.names, values)
             else:
                 values = brain_values(self.names, meta)
         if self.scores is not None:

@@ -11,6 +11,7 @@ slow-query log (``slowlog.py``).
 import time
 
 from plone.pgcatalog.errors import CatalogStatementTimeout
+from plone.pgcatalog.search import keptmeta
 from plone.pgcatalog.search import slowlog
 from plone.pgcatalog.search.cache import key_for
 from plone.pgcatalog.search.compiler import compile_search
@@ -58,6 +59,7 @@ def _answer(tool, store, query, window, keyed=None):
         if refusal is None:
             answer.tag_meta(store.counters.seq)
             cache.put(key, answer)
+            cache.meta.put(keptmeta.scope(store), answer.meta)
         else:
             cache.refused(refusal)
     return answer

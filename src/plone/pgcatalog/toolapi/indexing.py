@@ -14,6 +14,7 @@ from plone.pgcatalog.errors import CatalogError
 from plone.pgcatalog.ops import mirror
 from plone.pgcatalog.ops import shadow
 from plone.pgcatalog.pg.writer import DELETE
+from plone.pgcatalog.search import cache as result_cache
 
 
 class IndexingAPI:
@@ -122,10 +123,13 @@ class IndexingAPI:
     @zpublish(False)
     @security.private
     def getCounter(self):
-        """Changes counter (transactional, in PostgreSQL)."""
+        """Changes counter (transactional, in PostgreSQL; kept per
+        process under the ZODB snapshot's generation)."""
         processQueue()
         store = self._pgc_store()
-        return store.state()[0] + store.session.counter_delta(store.cid)
+        result_cache.view(self, store)
+        return store.change_counter() + store.session.counter_delta(
+            store.cid)
 
 
 InitializeClass(IndexingAPI)

@@ -163,13 +163,31 @@ class TestResultCache(unittest.TestCase):
                 portal_type="Document")))
             self.assertTrue(sent)
 
+    def test_a_page_of_a_batch_is_counted_in_its_round_trip(self):
+        # plone.restapi and Plone's batches show the total of every page
+        for n in range(4):
+            self.portal.invokeFactory("Document", "p%d" % n, title="P")
+        transaction.commit()
+        found, sent = statements(self.catalog, lambda: self.search(
+            portal_type="Document", sort_on="id",
+            b_size=2).actual_result_count)
+        self.assertEqual((found, len(sent)), (5, 1))
+        transaction.abort()
+        result_cache.forget()
+        # a sort_limit alone (a portlet's few newest): counted if asked
+        found, sent = statements(self.catalog, lambda: self.search(
+            portal_type="Document", sort_on="id",
+            sort_limit=2).actual_result_count)
+        self.assertEqual((found, len(sent)), (5, 2))
+
     def test_a_total_counted_after_own_writes_is_not_shared(self):
         # what a transaction learns later about a cached answer is shared
         # only when it has no writes of its own
         for n in range(4):
             self.portal.invokeFactory("Document", "p%d" % n, title="P")
         transaction.commit()
-        query = dict(portal_type="Document", sort_on="id", b_size=2)
+        # (a sort_limit: a page of a batch, b_size, is counted with it)
+        query = dict(portal_type="Document", sort_on="id", sort_limit=2)
         first = self.search(**query)            # a page: total not known
         transaction.commit()
         page = self.search(**query)             # the cached answer

@@ -226,7 +226,8 @@ class TestHotKeys(ManagerWithoutCache):
                     index._pgc_hot_codes = value
 
     def reads_hot(self, query):
-        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        _answer, sent = statements(self.catalog, lambda: self.answer(query),
+                                   riders=True)
         return any("pgcatalog_hot" in search_part(text) for text in sent)
 
     def mismatches(self):
@@ -367,7 +368,8 @@ class TestHotKeys(ManagerWithoutCache):
         self.assert_same_answers()
 
     def reads_free(self, query):
-        _answer, sent = statements(self.catalog, lambda: self.answer(query))
+        _answer, sent = statements(self.catalog, lambda: self.answer(query),
+                                   riders=True)
         return any("h.kid = ANY(" in search_part(text) for text in sent)
 
     def test_free_keys_answered_from_their_sets(self):
@@ -718,7 +720,7 @@ class TestHotKeys(ManagerWithoutCache):
         query = {"review_state": "private", "b_size": 1}
         found, sent = statements(self.catalog, lambda: (
             self.catalog.unrestrictedSearchResults(dict(query))
-            .actual_result_count))
+            .actual_result_count), riders=True)
         self.assertEqual(found, 4)
         self.assertIn("pgcatalog_hot", sent[-1])
 

@@ -207,11 +207,14 @@ class Page(Plan):
     and, for a small page, the metadata its brains show (read in the same
     statement: rendering the page costs no second round trip); the total
     (``actual_result_count``) only when someone asks for it
-    (results.PGLazyMap), or known at once when the page is the tail."""
+    (results.PGLazyMap), or known at once when the page is the tail; a
+    page of a batch (``BatchWindow.batched``) is counted with it, in the
+    same round trip."""
 
     def __init__(self, where, order, window, count=None, source=None):
         self.b_start = window.b_start
         self.b_size = window.b_size
+        self.batched = window.batched
         if source is None:
             page = q(
     "SELECT e.rid, e.path FROM {} WHERE {} ORDER BY {} "
@@ -259,6 +262,10 @@ class Page(Plan):
             self.count = q("SELECT k.n FROM ({}) k(n, first)", count)
 
     def answer(self, store):
+        counted = []
+        if self.batched and self.count is not None:
+            # planned with its values, as the search (never a generic plan)
+            store.session.ride(self.count, counted.extend)
         if self.with_metadata:
             rows = store.execute(self.statement, prepare=False,
                                  binary=True).fetchall()
@@ -272,6 +279,8 @@ class Page(Plan):
         if len(rids) < self.b_size and (rids or not self.b_start):
             # the page is the tail (or nothing matched): total known
             answer = Answer(rids, self.b_start + len(rids))
+        elif counted:
+            answer = Answer(rids, counted[0][0], counting=self.count)
         else:
             answer = Answer(rids, None, counting=self.count)
         if meta:

@@ -139,14 +139,19 @@ class BatchWindow:
     integer); it raises it only when the query matched something, so the
     tool does too.  ``in_sql``: the window fits PostgreSQL's LIMIT /
     OFFSET; other windows (negative, huge) slice the whole answer in
-    Python, with Python's slice semantics, as ZCatalog does."""
+    Python, with Python's slice semantics, as ZCatalog does.  ``batched``:
+    the query asked for a batch (``b_size``), not only a ``sort_limit``:
+    its caller pages through the answer and shows its total
+    (plone.restapi, Plone's batches), so a page of it is counted in the
+    same round trip (plans.Page)."""
 
-    __slots__ = ("b_start", "b_size", "error")
+    __slots__ = ("b_start", "b_size", "error", "batched")
 
-    def __init__(self, b_start=0, b_size=None, error=None):
+    def __init__(self, b_start=0, b_size=None, error=None, batched=False):
         self.b_start = b_start
         self.b_size = b_size
         self.error = error
+        self.batched = batched
 
     def sorted_bail_out(self, rlen):
         """ZCatalog's ``sortResults`` answers a batch that starts past
@@ -188,7 +193,8 @@ def batch_window(query):
             b_size = int(b_size)  # True -> 1, as Python slices take it
     except Exception as exc:  # noqa: B902 - ZCatalog raises it, later
         return BatchWindow(b_start, b_size, error=exc)
-    return BatchWindow(b_start, b_size)
+    return BatchWindow(b_start, b_size,
+                       batched=query.get("b_size") is not None)
 
 
 def unbatched(query):

@@ -211,6 +211,18 @@ class TestHostileQueries(unittest.TestCase):
                     self.check({"path": dict(extra, query=path)})
                     self.check({"path": dict(extra, query=[path, root])})
 
+    def test_pairs_of_a_negative_level_searched_again(self):
+        """A (path, level) pair with a negative level: ExtendedPathIndex
+        searches its path again at every level, taking a path that is not
+        a string as a pair again (a number: TypeError, not subscriptable;
+        a pair: that pair's search)."""
+        root = "/" + self.portal.getId()
+        for query in (([0, -1], None), [[0, -1]], [[[root, 0], -1]],
+                      [[["pubf", 1], -1]], [[[root, -1], -1]],
+                      [[[root + "/pubf", 0], -2]]):
+            with self.subTest(query=query):
+                self.check({"path": {"query": query}})
+
     def test_huge_depths_and_levels_cost_what_the_catalog_does(self):
         """A depth or level of 2**31 or 2**63 is answered as a depth or
         level past every path (1,000 here), within a statement timeout of

@@ -97,6 +97,13 @@ class PathSearch:
             raise NotOnColumn(key)
         if level < 0:
             # ZCatalog: multiunion(search(path, l) for l in 0.._depth)
+            if not isinstance(path, str):
+                # whose search() takes a path that is not a string as a
+                # (path, level) pair again, whatever the level it is given
+                # (a number raises TypeError there): the same search at
+                # every level
+                int(path[1])
+                return self.search(path, default_level)
             first = self.search_level(path, 0)
             # multiunion() fails on a level whose search() gives None: at
             # level 0 (known here), or, for a navtree search with a depth

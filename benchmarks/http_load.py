@@ -35,9 +35,9 @@ For each backend, one after the other:
    the latter counted), each sending a seeded random mix of
    plone.restapi ``@search`` (SearchableText; portal_type + review_state
    sorted on modified with b_size; Subject), ``@navigation``,
-   ``@breadcrumbs``, a folder ``GET`` (JSON) and the classic search page
-   ``@@search`` (HTML), each request as the Manager (basic auth) or
-   Anonymous at random; and one editor thread that every ``--edit-every``
+   ``@breadcrumbs``, a folder ``GET`` (JSON), the classic search page
+   ``@@search`` and a document's classic page (HTML), each request as
+   the Manager (basic auth) or Anonymous at random; and one editor thread that every ``--edit-every``
    seconds in turn PATCHes a document's title, creates a document,
    publishes the one it created, deletes the oldest it created.  Both
    backends get the same request sequences (same seeds);
@@ -110,7 +110,10 @@ KINDS = (
     ("breadcrumbs", 1),
     ("folder", 2),
     ("search-page", 1),
+    ("document-page", 2),
 )
+#: the kinds asked as HTML pages (the others as JSON)
+HTML = ("search-page", "document-page")
 EDITS = ("edit-patch", "edit-create", "edit-publish", "edit-delete")
 #: the statuses a request kind answers when all is well
 EXPECTED = {"edit-patch": (204,), "edit-create": (201,),
@@ -429,9 +432,14 @@ def request_of(kind, manager, rng, docs, words, subjects):
                                                 n)
     elif kind == "folder":
         path = "%s/%s" % (site, folder_id(rng.randrange(FOLDERS)))
+    elif kind == "document-page":
+        n = rng.randrange(docs)
+        if not manager:
+            n -= n % 2    # a published document
+        path = "%s/%s/doc-%05d" % (site, folder_id(n % FOLDERS), n)
     else:
         path = "%s/@@search?SearchableText=%s" % (site, rng.choice(words))
-    return kind, "GET", path, manager, kind == "search-page"
+    return kind, "GET", path, manager, kind in HTML
 
 
 class Load:

@@ -40,17 +40,38 @@ _schema_ready = set()
 
 class _Trace:
     """``PGCATALOG_TRACE_FILE=path``: append each catalog statement's time
-    (ms, round trip included) and text to ``path`` (diagnostics)."""
+    (ms, round trip included), text, parameters and, in a Zope request,
+    the request (a number per request, its method and path) to ``path``
+    (diagnostics)."""
 
     def __init__(self, path):
         self.path = path
         self.lock = threading.Lock()
+        self.requests = 0
+
+    def request(self):
+        """``n METHOD /path`` of the request this thread serves, or ''."""
+        from zope.globalrequest import getRequest
+
+        request = getRequest()
+        environ = getattr(request, "environ", None)
+        if not isinstance(environ, dict):
+            return ""
+        label = environ.get("pgcatalog.trace")
+        if label is None:
+            with self.lock:
+                self.requests += 1
+                label = environ["pgcatalog.trace"] = "%d %s %s" % (
+                    self.requests, environ.get("REQUEST_METHOD", ""),
+                    environ.get("PATH_INFO", ""))
+        return label
 
     def write(self, started, query, params):
         ms = (time.perf_counter() - started) * 1000
+        label = self.request()
         with self.lock, open(self.path, "a") as out:
-            out.write("%.3f\t%s\t%r\n" % (
-                ms, " ".join(str(query).split()), list(params)))
+            out.write("%.3f\t%s\t%r\t%s\n" % (
+                ms, " ".join(str(query).split()), list(params), label))
 
 
 #: the statement trace, when PGCATALOG_TRACE_FILE is set

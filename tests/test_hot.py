@@ -941,6 +941,70 @@ class TestTextRows(ManagerWithoutCache):
         found = self.catalog.unrestrictedSearchResults(dict(query))
         return [(b.getPath(), b.data_record_score_) for b in found]
 
+    def test_key_sets_assumed_and_checked_in_the_search(self):
+        # after an edit the key sets' ids a text search reads beside its
+        # hot conditions go with the search (checked in its snapshot), not
+        # in a round trip before it; a search that assumed sets its
+        # snapshot does not hold is read again
+        query = {"SearchableText": "apple",
+                 "portal_type": ["Document", "News Item"]}
+
+        def sets(text):
+            return text.startswith('SELECT ARRAY(SELECT s.sid FROM '
+                                   '"pgcatalog_hot_sets"')
+
+        found, sent = statements(self.catalog, lambda: self.answer(query),
+                                 riders=True)
+        self.assertEqual(len(found), 4)
+        self.assertTrue(any(sets(text) for text in sent))
+        transaction.abort()
+        self.portal.texts.invokeFactory("Document", "t9", title="apple")
+        transaction.commit()
+        found, sent = statements(self.catalog, lambda: self.answer(query))
+        self.assertEqual(len(found), 5)
+        self.assertFalse(any(sets(text) for text in sent))
+        transaction.abort()
+        # a new combination of keys (the first News Item): a key set of
+        # its own, which the search finds in its snapshot
+        self.portal.texts.invokeFactory("News Item", "t10", title="apple")
+        transaction.commit()
+        found, sent = statements(self.catalog, lambda: self.answer(query))
+        self.assertIn("/plone/texts/t10", [path for path, _s in found])
+        self.assertEqual(len(found), 6)
+        transaction.abort()
+        self.assertEqual(self.answer(query), found)
+
+    def test_a_globs_words_assumed_and_checked_in_the_search(self):
+        # after an edit of a text the words a glob stands for go with the
+        # search (checked in its snapshot), not in a round trip before
+        # it; a search that assumed other words than its snapshot holds is
+        # read again
+        query = {"SearchableText": "ban*"}
+
+        def words(text):
+            return text.startswith("SELECT array_agg(d.word ORDER BY")
+
+        found, sent = statements(self.catalog, lambda: self.answer(query),
+                                 riders=True)
+        self.assertEqual(len(found), 3)
+        self.assertTrue(any(words(text) for text in sent))
+        transaction.abort()
+        self.portal.texts.t5.setTitle("durian banana")
+        self.portal.texts.t5.reindexObject()
+        transaction.commit()
+        found, sent = statements(self.catalog, lambda: self.answer(query))
+        self.assertEqual(len(found), 4)
+        self.assertFalse(any(words(text) for text in sent))
+        transaction.abort()
+        # a new word of the prefix
+        self.portal.texts.invokeFactory("Document", "t11", title="bandana")
+        transaction.commit()
+        found, sent = statements(self.catalog, lambda: self.answer(query))
+        self.assertIn("/plone/texts/t11", [path for path, _s in found])
+        self.assertEqual(len(found), 5)
+        transaction.abort()
+        self.assertEqual(self.answer(query), found)
+
     def test_a_page_by_relevance_comes_with_its_brains(self):
         # a page of a search by relevance reads its brains' metadata with
         # the matches: rendering it sends nothing more (every match: the

@@ -102,6 +102,11 @@ class CatalogStore(outside.EntriesOutside):
         self.paths = {}
         #: paths this transaction saw with metadata
         self.known = set()
+        #: a search being compiled may assume rows it checks afterwards
+        #: (:meth:`assume`, :meth:`assumed_wrong`)
+        self.assumable = False
+        #: ``[assumed row, row found or None, callback, same]`` of each
+        self.assumed = []
 
     # -- plumbing -----------------------------------------------------------
     def is_current(self):
@@ -140,6 +145,40 @@ class CatalogStore(outside.EntriesOutside):
                 self.session.count_hooks.get(self.key) != "registered":
             # the first write, or one after the changes were counted
             self.on_write()
+
+    def assume(self, statement, row, found, same=None):
+        """A search being compiled (``assumable``) assumes ``row`` for
+        ``statement``, a statement of one row whose answer this process
+        found before, in another snapshot (the key sets' ids of hot
+        conditions, hot.found_ids; a glob's words, textstats.words):
+        the statement goes with the next one, in the same snapshot, and
+        the search's caller asks :meth:`assumed_wrong` once the search
+        ran.  ``found(row)`` then gets the row found; ``same(assumed,
+        found)`` says whether the assumption held (default: equal)."""
+        check = [row, None, found, same]
+        self.assumed.append(check)
+
+        def checked(rows):
+            check[1] = tuple(rows[0])
+
+        self.session.ride(statement, checked)
+
+    def assumed_wrong(self):
+        """Whether a search assumed rows its snapshot does not hold, or
+        could not check them (their statement did not go with another);
+        the assumptions are forgotten, what was found given to their
+        callbacks."""
+        assumed, self.assumed = self.assumed, []
+        wrong = False
+        for row, found, keep, same in assumed:
+            if found is None:
+                wrong = True
+                continue
+            keep(found)
+            if not (same(row, found) if same is not None else
+                    row == found):
+                wrong = True
+        return wrong
 
     def snapshot_complete(self, generation):
         """Whether this transaction's PostgreSQL snapshot holds exactly the

@@ -57,6 +57,9 @@ COMMON_DF_TTL = 600.0
 #: (dsn, cid, text index, "words", prefix, pattern) -> (expiry, version,
 #: words or None)
 _words = {}
+#: (dsn, prefix) -> the row of the prefix's words found last, whatever the
+#: counters: what a search may assume (words)
+_last_words = {}
 #: (dsn, statement text, parameters) -> tsquery texts: a language-aware
 #: query's words as each configuration parses them (the configurations do
 #: not change with the data: kept until the process ends or the cache
@@ -73,6 +76,7 @@ def forget():
     _df.clear()
     _common.clear()
     _words.clear()
+    _last_words.clear()
     _tsqueries.clear()
 
 
@@ -143,16 +147,58 @@ def words(store, index, prefix, pattern=None):
     the catalogs and text indexes of the database: a word of another one
     matches nothing in ``index`` (its document frequency is 0)."""
     key = _stats_key(store, index) + ("words", prefix, pattern)
-    return _cached(store, index, _words, DF_MAX, key,
-                   lambda: _read_words(store, index, prefix, pattern))
+    writes = store.session.has_writes
+    version = None
+    if not writes:
+        version = _version(store, index)
+        found = _found(_words, key, version)
+        if found is not None:
+            return found[0]
+        _expect(store, version)
+    statement = _words_sql(prefix)
+    # kept under the text index's counters, the words are read again
+    # after each edit of a text although new words are rarer: a search
+    # assumes those this process found last for the prefix, checked in
+    # its snapshot (CatalogStore.assume)
+    last_key = (store.session.dsn, prefix)
+    last = _last_words.get(last_key)
+    if not writes and last is not None and store.assumable:
+        store.assume(statement, last, lambda row: _words_found(
+            store, last_key, row, key, version, pattern))
+        return _matching(last[0], pattern)
+    row = (store.value(statement),)
+    _words_found(store, last_key, row, key, version, pattern)
+    return _matching(row[0], pattern)
 
 
-def _read_words(store, index, prefix, pattern=None):
-    found = store.value(q(
+def _words_sql(prefix):
+    """The sorted words of the lexicon starting with ``prefix`` (at most
+    one more than GLOB_WORDS_MAX), one array."""
+    return q(
         "SELECT array_agg(d.word ORDER BY d.word) FROM (SELECT DISTINCT "
         "w.word FROM {} w WHERE w.word >= {} AND w.word < {} AND "
         "starts_with(w.word, {}) LIMIT {}) d", schema.WORDS_TABLE, prefix,
-        prefix + chr(0x10FFFF), prefix, GLOB_WORDS_MAX + 1))
+        prefix + chr(0x10FFFF), prefix, GLOB_WORDS_MAX + 1)
+
+
+def _read_words(store, index, prefix, pattern=None):
+    """:func:`words`, read now (nothing kept)."""
+    return _matching(store.value(_words_sql(prefix)), pattern)
+
+
+def _words_found(store, last_key, row, key, version, pattern):
+    """The words of a prefix read in ``store``'s snapshot (``row``)."""
+    if len(_last_words) >= DF_MAX:
+        _last_words.clear()
+    _last_words[last_key] = row
+    if version is not None:
+        _keep(store, _words, key, DF_MAX, version,
+              _matching(row[0], pattern))
+
+
+def _matching(found, pattern):
+    """The words of a prefix (an array, None for none) that match
+    ``pattern``, sorted; None for more than GLOB_WORDS_MAX."""
     found = list(found or ())
     if len(found) > GLOB_WORDS_MAX:
         return None

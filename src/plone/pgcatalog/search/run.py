@@ -100,8 +100,18 @@ def answer_of(tool, store, query, window):
     started = time.perf_counter()
     plan = None
     try:
-        plan = compile_search(tool._catalog, query, store, window)
+        store.assumed = []
+        store.assumable = True
+        try:
+            plan = compile_search(tool._catalog, query, store, window)
+        finally:
+            store.assumable = False
         answer = plan.answer(store)
+        if store.assumed_wrong():
+            # rows were assumed (key sets' ids, a glob's words) that this
+            # snapshot does not hold: again, with those it holds
+            plan = compile_search(tool._catalog, query, store, window)
+            answer = plan.answer(store)
         if any(store.entries_outside(path)
                for path in plan.assumed_inside):
             # a subtree was read as one range, but an entry lies outside

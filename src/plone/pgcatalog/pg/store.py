@@ -23,11 +23,12 @@ import time
 from plone.pgcatalog.errors import CatalogMissing
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import dberrors
-from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import keptsets
 from plone.pgcatalog.pg import layouts
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg import outside
 from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg.assumptions import Assumptions
 from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import ident
 from plone.pgcatalog.pg.fragment import literal
@@ -102,11 +103,8 @@ class CatalogStore(outside.EntriesOutside):
         self.paths = {}
         #: paths this transaction saw with metadata
         self.known = set()
-        #: a search being compiled may assume rows it checks afterwards
-        #: (:meth:`assume`, :meth:`assumed_wrong`)
-        self.assumable = False
-        #: ``[assumed row, row found or None, callback, same]`` of each
-        self.assumed = []
+        #: what a search being compiled assumes (assumptions.py)
+        self.assumptions = Assumptions(session)
 
     # -- plumbing -----------------------------------------------------------
     def is_current(self):
@@ -145,40 +143,6 @@ class CatalogStore(outside.EntriesOutside):
                 self.session.count_hooks.get(self.key) != "registered":
             # the first write, or one after the changes were counted
             self.on_write()
-
-    def assume(self, statement, row, found, same=None):
-        """A search being compiled (``assumable``) assumes ``row`` for
-        ``statement``, a statement of one row whose answer this process
-        found before, in another snapshot (the key sets' ids of hot
-        conditions, hot.found_ids; a glob's words, textstats.words):
-        the statement goes with the next one, in the same snapshot, and
-        the search's caller asks :meth:`assumed_wrong` once the search
-        ran.  ``found(row)`` then gets the row found; ``same(assumed,
-        found)`` says whether the assumption held (default: equal)."""
-        check = [row, None, found, same]
-        self.assumed.append(check)
-
-        def checked(rows):
-            check[1] = tuple(rows[0])
-
-        self.session.ride(statement, checked)
-
-    def assumed_wrong(self):
-        """Whether a search assumed rows its snapshot does not hold, or
-        could not check them (their statement did not go with another);
-        the assumptions are forgotten, what was found given to their
-        callbacks."""
-        assumed, self.assumed = self.assumed, []
-        wrong = False
-        for row, found, keep, same in assumed:
-            if found is None:
-                wrong = True
-                continue
-            keep(found)
-            if not (same(row, found) if same is not None else
-                    row == found):
-                wrong = True
-        return wrong
 
     def snapshot_complete(self, generation):
         """Whether this transaction's PostgreSQL snapshot holds exactly the
@@ -274,16 +238,13 @@ class CatalogStore(outside.EntriesOutside):
             schema.COMMITS_TABLE, self.cid)).fetchone())
 
     def change_counter(self):
-        """The catalog's change counter as this transaction sees it (its
-        own pending changes not counted, as :meth:`state`), kept per
-        process under the ZODB generation of this transaction's view
-        (``cache.view``): every commit that moves the counter counts one
-        generation (the tool's before-commit hook), so one generation has
-        one counter.  Kept only from a snapshot holding exactly what that
-        generation counts (``snapshot_complete``), read again by a
-        transaction with writes of its own.  Plone asks for it on every
-        page showing rich text (plone.app.textfield's check of the images
-        it references)."""
+        """:meth:`state`'s counter, kept per process under the ZODB
+        generation of this transaction's view (``cache.view``): every
+        commit that moves the counter counts one generation (the tool's
+        before-commit hook).  Kept from a snapshot holding exactly what
+        that generation counts; read by a transaction with writes of its
+        own.  plone.app.textfield asks for it on every page showing rich
+        text."""
         generation = self.cache_generation
         session = self.session
         if generation is None or session.has_writes or session.pending or \
@@ -575,5 +536,5 @@ def forget_caches():
     for cache in (_cids, _stamped, _forward, _counter):
         cache.clear()
     textstats.forget()
-    hot.forget_found_ids()
+    keptsets.forget()
     result_cache.forget()

@@ -159,11 +159,11 @@ def words(store, index, prefix, pattern=None):
     # kept under the text index's counters, the words are read again
     # after each edit of a text although new words are rarer: a search
     # assumes those this process found last for the prefix, checked in
-    # its snapshot (CatalogStore.assume)
+    # its snapshot (assumptions.py)
     last_key = (store.session.dsn, prefix)
     last = _last_words.get(last_key)
-    if not writes and last is not None and store.assumable:
-        store.assume(statement, last, lambda row: _words_found(
+    if not writes and last is not None and store.assumptions.allowed:
+        store.assumptions.assume(statement, last, lambda row: _words_found(
             store, last_key, row, key, version, pattern))
         return _matching(last[0], pattern)
     row = (store.value(statement),)

@@ -17,6 +17,7 @@ from plone.pgcatalog.indexes.interfaces import IHotConditionKind
 from plone.pgcatalog.indexes.interfaces import IPythonSortKind
 from plone.pgcatalog.indexes.interfaces import ISubtreeKind
 from plone.pgcatalog.pg import hot
+from plone.pgcatalog.pg import keptsets
 from plone.pgcatalog.pg import textstats
 from plone.pgcatalog.pg.fragment import TRUE
 from plone.pgcatalog.pg.fragment import and_
@@ -296,9 +297,10 @@ def hot_sorted(conditions, store, window, sort_indexes, reverse, where,
 def found_ids(qc, store, statement):
     """The row of a hot.set_ids ``statement``: the key sets' ids (and
     their rows' count), kept while no write could change them
-    (hot.found_ids)."""
+    (keptsets.found_ids)."""
     indexes = qc.catalog._indexes.values()
-    return hot.found_ids(store, statement, hot.set_names(indexes, store.cid))
+    return keptsets.found_ids(store, statement,
+                              hot.set_names(indexes, store.cid))
 
 
 def subtree_beside_keys(store, hot_forms, hot_where):

@@ -100,14 +100,13 @@ def answer_of(tool, store, query, window):
     started = time.perf_counter()
     plan = None
     try:
-        store.assumed = []
-        store.assumable = True
+        store.assumptions.start()
         try:
             plan = compile_search(tool._catalog, query, store, window)
         finally:
-            store.assumable = False
+            store.assumptions.stop()
         answer = plan.answer(store)
-        if store.assumed_wrong():
+        if store.assumptions.wrong():
             # rows were assumed (key sets' ids, a glob's words) that this
             # snapshot does not hold: again, with those it holds
             plan = compile_search(tool._catalog, query, store, window)

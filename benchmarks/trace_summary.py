@@ -24,9 +24,10 @@ import statistics
 _NUMBER = re.compile(r"\d+")
 
 
-def shapes(path, width):
-    """{shape: [ms, ...]} of the trace at ``path``."""
-    found = collections.defaultdict(list)
+def statements(path, width):
+    """``(ms, shape, request)`` of each statement of the trace at
+    ``path``: its shape the text with its numbers replaced, cut to
+    ``width``; its request ``number METHOD /path`` ('' outside one)."""
     with open(path) as trace:
         for line in trace:
             parts = line.rstrip("\n").split("\t")
@@ -36,7 +37,15 @@ def shapes(path, width):
                 ms = float(parts[0])
             except ValueError:
                 continue
-            found[_NUMBER.sub("N", parts[1])[:width]].append(ms)
+            yield (ms, _NUMBER.sub("N", parts[1])[:width],
+                   parts[3] if len(parts) > 3 else "")
+
+
+def shapes(path, width):
+    """{shape: [ms, ...]} of the trace at ``path``."""
+    found = collections.defaultdict(list)
+    for ms, shape, _request in statements(path, width):
+        found[shape].append(ms)
     return found
 
 
@@ -44,19 +53,9 @@ def requests(path, width):
     """{request kind: {request number: [(ms, shape), ...]}} of the trace at
     ``path`` (statements outside a request under the kind '')."""
     found = collections.defaultdict(lambda: collections.defaultdict(list))
-    with open(path) as trace:
-        for line in trace:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 2:
-                continue
-            try:
-                ms = float(parts[0])
-            except ValueError:
-                continue
-            number, _, kind = (parts[3] if len(parts) > 3 else "").partition(
-                " ")
-            found[_NUMBER.sub("N", kind)][number].append(
-                (ms, _NUMBER.sub("N", parts[1])[:width]))
+    for ms, shape, request in statements(path, width):
+        number, _, kind = request.partition(" ")
+        found[_NUMBER.sub("N", kind)][number].append((ms, shape))
     return found
 
 

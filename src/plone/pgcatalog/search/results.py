@@ -258,16 +258,18 @@ class BrainFactory:
         self.window = FIRST_WINDOW
         #: this transaction's metadata counters (a shared answer's brains
         #: are checked against them)
-        store = tool._pgc_store()
-        counters = store.counters if answer.shared else None
-        self.view = None if counters is None else counters.view()
+        self.view = None
         #: the process's metadata kept across answers (keptmeta.py), for
         #: a shared answer's brains
         self.kept = self.scope = None
-        if self.view is not None:
-            cache = get_cache()
-            if cache is not None:
-                self.kept, self.scope = cache.meta, keptmeta.scope(store)
+        if answer.shared:
+            store = tool._pgc_store()
+            if store.counters is not None:
+                self.view = store.counters.view()
+                cache = get_cache()
+                if cache is not None:
+                    self.kept = cache.meta
+                    self.scope = keptmeta.scope(store)
 
     def _layout(self, digest):
         """The names of a metadata layout this process does not know

@@ -632,7 +632,6 @@ class TestHotKeys(ManagerWithoutCache):
         import psycopg
         processQueue()
         transaction.commit()
-        cid = self.store.cid
         rid = self.catalog.getrid("/plone/hot/d2")
         dsn = self.store.session.dsn
         transaction.abort()
@@ -1239,9 +1238,13 @@ class TestTextRows(ManagerWithoutCache):
         (emptied, nothing is found) only while the index is named."""
         store = self.catalog._pgc_store()
 
-        def keep(*names):
+        def keep(*names, hint=True):
             for statement in kept_postings.keep_statements(names):
                 store.write(statement)
+            if hint:
+                # (which indexes keep postings: a hint kept per process,
+                # textstats.postings_named)
+                textstats.forget()
 
         def everything():
             return {repr(query): self.full(query) for query in queries}
@@ -1259,7 +1262,10 @@ class TestTextRows(ManagerWithoutCache):
                           {"allowedRolesAndUsers": ["Anonymous"],
                            "portal_type": ["Document", "Folder"]}):
                 for union in ("apple OR banana OR durian",
-                              "cherry OR durian", "grape OR durian"):
+                              "cherry OR durian", "grape OR durian",
+                              # single words (postings.KeptWord): a
+                              # common one, a rare one, a glob of one
+                              "apple", "durian", "che*"):
                     queries.append(dict(extra, **{name: union}))
 
         def agree():
@@ -1275,7 +1281,9 @@ class TestTextRows(ManagerWithoutCache):
             self.assertEqual([query for query, found in by_rows.items()
                               if not found and "Anonymous" not in query
                               and "b_start" not in query], [])
-            searches = [st for st in sent if "array_agg" in st]
+            # (a glob's words are read from the lexicon first)
+            searches = [st for st in sent if "array_agg" in st
+                        and '"pgcatalog_words"' not in st]
             self.assertEqual(len(searches), len(queries))
             for search in searches:
                 self.assertIn('JOIN "pgcatalog_postings" h ON h.cid = ',
@@ -1321,9 +1329,45 @@ class TestTextRows(ManagerWithoutCache):
             self.assertEqual(self.full(query),
                              [] if "SearchableText" in query
                              else before[repr(query)], query)
-        keep("Title")
+        # taken off while this process thinks them kept: the statement
+        # asks the names table itself (the text rows read)
+        keep("Title", hint=False)
+        for query in queries:
+            found, sent = statements(self.catalog,
+                                     lambda: self.full(query))
+            self.assertEqual(found, before[repr(query)], query)
+            self.assertIn('JOIN "pgcatalog_postings" h ON h.cid = ',
+                          [st for st in sent if "array_agg" in st and
+                           '"pgcatalog_words"' not in st][0])
+        textstats.forget()
         for query in queries:
             self.assertEqual(self.full(query), before[repr(query)], query)
+
+    def test_a_single_word_from_its_postings_when_that_pays(self):
+        """A single word beside hot conditions is read from its kept
+        postings (``Title``'s: kept in a new database) when the hot rows
+        those conditions keep are enough for its postings
+        (postings.KEPT_WORD_SHARE_MIN: the statement compares the word's
+        kept frequency), else matched on its text rows among the hot
+        rows.  Emptied, the postings tell which was read."""
+        query = {"Title": "apple", "portal_type": "Document", "b_size": 3}
+        textstats.forget()
+        found, sent = statements(self.catalog, lambda: self.full(query))
+        self.assertEqual(len(found), 3)
+        self.assertIn('JOIN "pgcatalog_postings" h ON h.cid = ',
+                      [st for st in sent if "array_agg" in st][0])
+        self.catalog._pgc_store().write(q(
+            "DELETE FROM {} WHERE name = 'Title'", schema.POSTINGS_TABLE))
+        self.assertEqual(self.full(query), [])
+        # 5 titles hold the word (the folder's too), 6 documents are
+        # kept: read from the text rows when the hot rows kept must be
+        # twice its postings
+        with unittest.mock.patch.object(postings, "KEPT_WORD_SHARE_MIN",
+                                        2.0):
+            self.assertEqual(self.full(query), found)
+        with unittest.mock.patch.object(postings, "KEPT_WORD_SHARE_MIN",
+                                        1.0):
+            self.assertEqual(self.full(query), [])
 
     def _other_conditions(self, texts, postings=False):
         # the same documents through hot conditions only (the text rows

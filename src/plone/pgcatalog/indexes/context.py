@@ -89,16 +89,21 @@ class TextRow:
     over the row; ``columns(alias)``: the two parts only (None when the
     score has no such form); ``postings(cid)``: the matches in catalog
     ``cid`` and their scores read word by word (``postings.Postings``), or
-    None (only a union of many words has them); ``table``: the rows' table
+    None (only a union of many words has them); ``kept_word(cid)``: the
+    matches of a single word and their scores read from the postings kept
+    for the index (``postings.KeptWord``), or None; ``name``: the index's
+    id (whose postings the database may keep); ``table``: the rows' table
     (``pgcatalog_text``, or ``pgcatalog_langtext`` for an index searched
     by language), whose rows have ``rid`` and ``cid``."""
 
     def __init__(self, condition, columns, row_score, postings=None,
-                 table=schema.TEXT_TABLE):
+                 table=schema.TEXT_TABLE, kept_word=None, name=None):
         self.condition = condition
         self.columns = columns
         self.row_score = row_score
         self.postings = postings or (lambda cid: None)
+        self.kept_word = kept_word or (lambda cid: None)
+        self.name = name
         self.table = table
 
     def rank(self, alias="e"):

@@ -237,6 +237,11 @@ class IRankingKind(Interface):
         """The matches in catalog ``cid`` and their scores read word by
         word (a postings.Postings), or None."""
 
+    def pgc_kept_word(node, qc, cid):
+        """The matches of a single word in catalog ``cid`` and their scores
+        read from the postings kept for the index (a postings.KeptWord),
+        or None."""
+
     def pgc_df_sql(cid, tsquery, exact=False):
         """The statement counting the documents of catalog ``cid`` whose
         words match ``tsquery``, up to ``pgc_df_limit`` (``exact``: all

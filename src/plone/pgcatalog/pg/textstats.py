@@ -71,7 +71,14 @@ TSQUERIES_MAX = 5000
 GLOB_WORDS_MAX = 500
 
 
+#: dsn -> (expiry, the names of the text indexes whose postings the
+#: database keeps): a hint of the plan to compose (postings_named)
+_named = {}
+POSTINGS_NAMED_TTL = 60.0
+
+
 def forget():
+    _named.clear()
     _stats.clear()
     _df.clear()
     _common.clear()
@@ -91,6 +98,22 @@ def tsqueries(store, statement):
             _tsqueries.clear()
         _tsqueries[key] = found
     return found
+
+
+def postings_named(store):
+    """The names of the text indexes whose postings the database keeps
+    (``pgcatalog_postings_names``), as this process read them at most
+    POSTINGS_NAMED_TTL seconds ago: a hint of which plan to compose, never
+    of what a search answers (a statement reading kept postings asks the
+    names table itself, in its snapshot: postings.KeptPostings.guard)."""
+    key = store.session.dsn
+    found = _named.get(key)
+    now = time.monotonic()
+    if found is None or found[0] <= now:
+        names = frozenset(row[0] for row in store.rows(q(
+            "SELECT name FROM {}", schema.POSTINGS_NAMES_TABLE)))
+        found = _named[key] = (now + POSTINGS_NAMED_TTL, names)
+    return found[1]
 
 
 def stats(store, index):

@@ -366,6 +366,12 @@ def text_relevance(conditions, store, window, qc):
     text = texts[0]
     page = window if window.b_size is not None else None
     postings = text.postings(cid)
+    # a single word, from its index's kept postings when the database
+    # keeps them (as this process last read: the statement asks itself)
+    kept = text.kept_word(cid) if postings is None else None
+    if kept is not None and \
+            text.name not in textstats.postings_named(store):
+        kept = None
     # the other conditions; one every entry meets (the site root's path,
     # which plone.restapi's search adds) is left out
     others = [c for c in conditions if c.text is None and not c.everywhere]
@@ -380,11 +386,19 @@ def text_relevance(conditions, store, window, qc):
             return relevance.TextRelevance(
                 TRUE, relevance.POSTINGS_SCORE, source=source,
                 rid=relevance.TEXT_RID, window=page)
+        if kept is not None:
+            return relevance.TextRelevance(
+                TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
+                    kept, TRUE, and_(q("tr.cid = {}", cid),
+                                     text.condition("tr")),
+                    text.rank("tr"), relevance.text_alone(text.table)),
+                rid=relevance.TEXT_RID, window=page)
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             source=relevance.text_rows(text.table), window=page)
     hot_others = [c.hot_form for c in others]
-    found = hot.set_ids(cid, hot_others, counted=postings is not None) \
+    found = hot.set_ids(cid, hot_others, counted=postings is not None
+                        or kept is not None) \
         if hot_others and None not in hot_others else None
     ids = None
     if found is not None:
@@ -411,6 +425,18 @@ def text_relevance(conditions, store, window, qc):
             return relevance.TextRelevance(
                 where, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
                 window=page, source=source)
+        if kept is not None:
+            # (the kept postings hold the hot row's set and range under
+            # the hot row's names; read when they are few enough for the
+            # hot rows kept: the statement asks)
+            kept = kept.beside(row[1])
+            kept_hot = hot.where(cid, hot_others, ids=ids)
+            return relevance.TextRelevance(
+                TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
+                    kept, kept_hot, and_(q("tr.cid = {}", cid),
+                                         text.condition("tr"), kept_hot),
+                    text.rank("tr"), relevance.text_hot(text.table)),
+                rid=relevance.TEXT_RID, window=page)
     elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page,
                                        qc)

@@ -70,6 +70,33 @@ def postings(statement):
     return q("({}) tr", statement)
 
 
+def text_alone(table=schema.TEXT_TABLE):
+    """The text rows ``tr`` of ``table`` alone (the text condition is the
+    search's only one)."""
+    return q("{} tr", table)
+
+
+def kept_or(kept, condition, fallback):
+    """The matches ``tr`` (``rid``, ``score``) read from the postings kept
+    for their index meeting ``condition`` (``kept``: a
+    postings.KeptPostings), or, in a database that does not keep that
+    index's postings, those of ``fallback`` (a statement of ``rid``,
+    ``score`` whose condition holds ``NOT kept.guard()``)."""
+    return q("(({}) UNION ALL ({})) tr", kept.statement(condition), fallback)
+
+
+def kept_word_or(kept, condition, where, rank, source):
+    """The matches ``tr`` of a single word read from its kept postings
+    meeting ``condition`` (``kept``: a postings.KeptWord), or, in a
+    database that does not keep them, matched and scored on its text rows
+    as :class:`TextRelevance` does (``where``, ``rank`` over ``source``,
+    the text rows ``tr``): a common word beside the anonymous filters
+    (more_queries' TG, 12,542 rows of 100,000 entries) reads its postings
+    from one B-tree range without a text row."""
+    return kept_or(kept, condition, _scored(
+        q("{} AND NOT {}", where, kept.guard()), rank, source, TEXT_RID))
+
+
 def kept_postings_or(kept, condition, source, where):
     """The matches ``tr`` (``rid``, ``score``) of a union alone read from
     its index's kept postings meeting ``condition`` (``kept``: a
@@ -81,9 +108,9 @@ def kept_postings_or(kept, condition, source, where):
     the anonymous filters at 100,000 entries (more_queries' SU): medians
     17.7 and 16.3 ms read word by word and joined to the hot rows, 7.2 and
     5.0 from the kept postings, by turns (BENCHMARKS.md)."""
-    return q("(({}) UNION ALL (SELECT tr.rid, tr.score FROM {} WHERE {} "
-             "AND NOT {})) tr", kept.statement(condition), source, where,
-             kept.guard())
+    return kept_or(kept, condition, q(
+        "SELECT tr.rid, tr.score FROM {} WHERE {} AND NOT {}", source, where,
+        kept.guard()))
 
 
 def estimated_entries(store, where):
@@ -300,8 +327,8 @@ class TextRelevance(Plan):
     entry's), or joined to their entries (``TEXT_JOINED``: the text rows
     ``tr``, the entries ``e`` for the search's other conditions), or to
     their hot rows when the other conditions are all hot (``TEXT_HOT``:
-    ``h``); ``rid`` the match's rid there.  ``rank``: the score of the text row, a
-    Fragment or ``(columns, score)`` (see :func:`_scored`).
+    ``h``); ``rid`` the match's rid there.  ``rank``: the score of the
+    text row, a Fragment or ``(columns, score)`` (see :func:`_scored`).
 
     Text + filters (12,542 text matches of 100,000 entries, 8,123 kept by
     ``allowedRolesAndUsers`` and ``effectiveRange``): matched on the

@@ -44,6 +44,7 @@ from plone.pgcatalog.indexes.text.scoring import DF_EXACT_LIMIT
 from plone.pgcatalog.indexes.text.scoring import df_sql
 from plone.pgcatalog.indexes.text.scoring import words_df_sql
 from plone.pgcatalog.indexes.text.scoring import indexed_words
+from plone.pgcatalog.indexes.text.postings import kept_word
 from plone.pgcatalog.indexes.text.postings import postings_sql
 from plone.pgcatalog.indexes.text.scoring import rank_columns
 from plone.pgcatalog.indexes.text.scoring import rank_sql
@@ -229,7 +230,9 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
                 lambda alias: match_sql(node, indexed_words(name, alias)),
                 lambda alias: self.pgc_rank_columns(node, qc, alias),
                 lambda alias: self.pgc_rank_sql(node, qc, row=alias),
-                lambda cid: self.pgc_postings_sql(node, qc, cid)))
+                lambda cid: self.pgc_postings_sql(node, qc, cid),
+                kept_word=lambda cid: self.pgc_kept_word(node, qc, cid),
+                name=self.getId()))
         return condition
 
     def _pgc_language_where(self, iq, qc, settings):
@@ -274,6 +277,13 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         by word (a postings.Postings: postings.postings_sql), or None."""
         mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
         return postings_sql(self.getId(), node, qc, cid, mode)
+
+    def pgc_kept_word(self, node, qc, cid):
+        """The matches of a single word in catalog ``cid`` and their Okapi
+        scores read from the index's kept postings (a postings.KeptWord:
+        postings.kept_word), or None."""
+        mode = getattr(qc, "text_rank", None) or self.pgc_rank_mode
+        return kept_word(self.getId(), node, qc, cid, mode)
 
     #: the number of documents ``pgc_df_sql`` counts up to (a word in as
     #: many or more: a common word, counted exactly by ``exact``)

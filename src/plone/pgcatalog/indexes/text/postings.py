@@ -111,6 +111,74 @@ class KeptPostings:
             literal(int(self.cid)), self.name, self.guard(), condition)
 
 
+class KeptWord(KeptPostings):
+    """A single word (or a glob the lexicon replaced by one word) read from
+    the postings kept for its index: its rows of one B-tree range, read
+    alone, scored with the scorer's arithmetic for a word (``score``: over
+    the posting ``h``'s ``tf`` and ``dl`` and the word's inverse frequency
+    ``w.idf``; ``idf``: that frequency, SQL).  The same matches and scores
+    as the word matched and scored on its text rows.
+
+    ``rows``: beside hot conditions, the hot rows they keep; the postings
+    are then read only when that pays (KEPT_WORD_SHARE_MIN), which the
+    statement asks itself of the word's kept frequency: an uncorrelated
+    sub-select, evaluated once, as the names are (:meth:`guard`)."""
+
+    def __init__(self, cid, name, word, score, idf, rows=None):
+        super().__init__(cid, name, [word], None, score, idf)
+        self.rows = rows
+
+    def beside(self, rows):
+        """The same word beside hot conditions keeping ``rows`` rows."""
+        return KeptWord(self.cid, self.name, self.words[0], self.word_score,
+                        self.idf, rows)
+
+    def guard(self):
+        """Whether the postings are kept and, beside hot conditions, the
+        word's postings are few enough for the rows those keep."""
+        kept = super().guard()
+        if self.rows is None:
+            return kept
+        return q("({} AND (SELECT coalesce(sum(k.n), 0) FROM {} k WHERE "
+                 "k.cid = {} AND k.name = {} AND k.word = {}) <= {})",
+                 kept, schema.TEXT_DF_TABLE, literal(int(self.cid)),
+                 self.name, literal(self.words[0]),
+                 f8(float(self.rows) / KEPT_WORD_SHARE_MIN))
+
+    def statement(self, condition):
+        """``SELECT rid, score`` of the word's postings ``h`` meeting
+        ``condition`` (as :meth:`KeptPostings.statement`), nothing unless
+        :meth:`guard`; one posting per row: nothing to sum."""
+        return q(
+            "SELECT h.rid, ({})::float8 AS score FROM (SELECT {} AS idf "
+            "OFFSET 0) w JOIN {} h ON h.cid = {} AND h.name = {} AND "
+            "h.word = {} COLLATE \"C\" WHERE {} AND {}",
+            self.word_score, self.idf, schema.POSTINGS_TABLE,
+            literal(int(self.cid)), self.name, self.words[0], self.guard(),
+            condition)
+
+
+#: A single word beside hot conditions is read from its kept postings
+#: when the hot rows those conditions keep are at least this share of the
+#: word's postings: each of its postings is then read (a B-tree range,
+#: index-only, the key set tested on each), where matching its text rows
+#: reads at most as many text rows as hot rows kept, each a heap visit.
+KEPT_WORD_SHARE_MIN = 0.05
+
+
+def kept_word(index_id, node, qc, cid, mode="okapi"):
+    """The matches of a single word of text index ``index_id`` in catalog
+    ``cid`` and their Okapi scores read from the index's kept postings (a
+    :class:`KeptWord`), or None for any other tree, in ``ts_rank`` mode."""
+    if mode != "okapi" or not isinstance(node, _Word):
+        return None
+    scorer = _okapi(index_id, node, qc)
+    score = q("floor({} * w.idf + {})",
+              scorer.tf(q("h.tf"), q("h.dl::float8")), _HALF_SQL)
+    return KeptWord(cid, scorer.name, node.lex, score,
+                    scorer.word_idf_sql(node.lex))
+
+
 def _union_of_words(node):
     """Whether ``node`` is a union of POSTINGS_MIN_WORDS words or more."""
     return isinstance(node, _Or) and len(node.kids) >= POSTINGS_MIN_WORDS \

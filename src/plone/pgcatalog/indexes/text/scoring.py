@@ -420,13 +420,18 @@ class _Scorer:
                  literal(tsquery),
                  self.scope, literal(DF_EXACT_LIMIT))
 
+    def word_idf_sql(self, lex):
+        """A word's inverse document frequency (SQL): as the scorer's
+        maker gives it (:func:`_kept_scorer`), else of its count."""
+        if self.word_idf is not None:
+            return self.word_idf(lex)
+        return self.idf(self.count_sql(quote_lexeme(lex)))
+
     def word(self, lex):
         col = self.words.setdefault(lex, len(self.words))
         f = ident("s", _column("f", col))
-        idf = self.word_idf(lex) if self.word_idf is not None else \
-            self.idf(self.count_sql(quote_lexeme(lex)))
         return q("(CASE WHEN {} > 0 THEN floor({} * {} + {}) ELSE 0 END)",
-                 f, self.tf(f), idf, _HALF_SQL)
+                 f, self.tf(f), self.word_idf_sql(lex), _HALF_SQL)
 
     def glob(self, node):
         col = len(self.globs)

@@ -327,3 +327,14 @@ class TestHostileRecordAPI(unittest.TestCase):
     def test_unique_values_for(self, name):
         self.assertEqual(self.outcome(self.pg.uniqueValuesFor, name),
                          self.outcome(self.ref.uniqueValuesFor, name))
+
+    def test_unique_values_of_a_text_index(self):
+        # a ZCTextIndex has none: NotImplementedError, from the index too
+        for name in ("Title", "Description", "SearchableText"):
+            self.assertIs(self.outcome(self.ref.uniqueValuesFor, name),
+                          NotImplementedError)
+            self.assertIs(self.outcome(self.pg.uniqueValuesFor, name),
+                          NotImplementedError)
+            self.assertIs(self.outcome(
+                self.pg._catalog.getIndex(name).uniqueValues),
+                NotImplementedError)

@@ -14,12 +14,15 @@ so explicitly, and the package imports the class.
 from html import escape
 
 from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import search_zcatalog
+from AccessControl.SecurityInfo import ClassSecurityInfo
 from Products.PluginIndexes.util import safe_callable
 from Products.ZCTextIndex.interfaces import ILexicon
 from Products.ZCTextIndex.QueryParser import QueryParser
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 from Products.ZCTextIndex.ZCTextIndex import index_types
 from zope.interface import implementer
+from ZPublisher import zpublish
 
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.common import MISSING
@@ -60,6 +63,8 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
 
     # the persistent path (see the module docstring)
     __module__ = "plone.pgcatalog.indexes.text"
+
+    security = ClassSecurityInfo()
 
     pgc_storage = "text"
     pgc_sortable = False
@@ -186,6 +191,13 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
         settings = self.pgc_language
         if settings is not None and not settings.ready:
             self.pgc_language = settings.completed()
+
+    @zpublish(False)
+    @security.protected(search_zcatalog)
+    def uniqueValues(self, name=None, withLengths=0):
+        """As ZCTextIndex: a text index has no unique values (the tool's
+        ``uniqueValuesFor`` raises NotImplementedError)."""
+        raise NotImplementedError
 
     def pgc_decode(self, value):
         return words_from_tsvector(value)

@@ -168,6 +168,9 @@ class TestResultCache(unittest.TestCase):
         for n in range(4):
             self.portal.invokeFactory("Document", "p%d" % n, title="P")
         transaction.commit()
+        # (the catalog's size, as PostgreSQL's statistics say, read once a
+        # minute: compiler.small)
+        self.catalog._pgc_store().hot_rows()
         found, sent = statements(self.catalog, lambda: self.search(
             portal_type="Document", sort_on="id",
             b_size=2).actual_result_count)
@@ -179,6 +182,24 @@ class TestResultCache(unittest.TestCase):
             portal_type="Document", sort_on="id",
             sort_limit=2).actual_result_count)
         self.assertEqual((found, len(sent)), (5, 2))
+        # in a bigger catalog (compiler.COUNT_RIDE_ROWS hot rows, as
+        # PostgreSQL's statistics say) a count that reads the entries is
+        # counted when first read; one the key sets' kept counts add (an
+        # unsorted page of a type) still goes with the page
+        store_class = type(self.catalog._pgc_store())
+        for rows, query, sent_n in (
+                (20000.0, dict(sort_on="id"), 2),
+                (5000.0, dict(sort_on="id"), 1),
+                (20000.0, dict(), 1)):
+            transaction.abort()
+            result_cache.forget()
+            with mock.patch.object(store_class, "hot_rows",
+                                   lambda self, rows=rows: rows):
+                found, sent = statements(self.catalog, lambda: self.search(
+                    portal_type="Document", b_size=2,
+                    **query).actual_result_count)
+            self.assertEqual((found, len(sent)), (5, sent_n),
+                             (rows, query))
 
     def test_a_total_counted_after_own_writes_is_not_shared(self):
         # what a transaction learns later about a cached answer is shared

@@ -406,12 +406,8 @@ def text_relevance(conditions, store, window, qc):
                 TRUE, relevance.POSTINGS_SCORE, source=source,
                 rid=relevance.TEXT_RID, window=page)
         if kept is not None:
-            return relevance.TextRelevance(
-                TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
-                    kept, TRUE, and_(q("tr.cid = {}", cid),
-                                     text.condition("tr")),
-                    text.rank("tr"), relevance.text_alone(text.table)),
-                rid=relevance.TEXT_RID, window=page)
+            return kept_word_plan(kept, text, cid, TRUE,
+                                  relevance.text_alone(text.table), page)
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             source=relevance.text_rows(text.table), window=page)
@@ -448,14 +444,9 @@ def text_relevance(conditions, store, window, qc):
             # (the kept postings hold the hot row's set and range under
             # the hot row's names; read when they are few enough for the
             # hot rows kept: the statement asks)
-            kept = kept.beside(row[1])
-            kept_hot = hot.where(cid, hot_others, ids=ids)
-            return relevance.TextRelevance(
-                TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
-                    kept, kept_hot, and_(q("tr.cid = {}", cid),
-                                         text.condition("tr"), kept_hot),
-                    text.rank("tr"), relevance.text_hot(text.table)),
-                rid=relevance.TEXT_RID, window=page)
+            return kept_word_plan(kept.beside(row[1]), text, cid,
+                                  hot.where(cid, hot_others, ids=ids),
+                                  relevance.text_hot(text.table), page)
     elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page,
                                        qc)
@@ -476,6 +467,18 @@ def text_relevance(conditions, store, window, qc):
         and_(matched, *[c.where for c in others]), rank,
         source=relevance.text_joined(text.table), rid=relevance.TEXT_RID,
         window=page)
+
+
+def kept_word_plan(kept, text, cid, condition, source, page):
+    """The plan reading a single word from its kept postings meeting
+    ``condition`` (over the hot row's names), or, when the statement finds
+    them not kept, from its text rows ``source`` (``tr``) meeting it."""
+    return relevance.TextRelevance(
+        TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
+            kept, condition, and_(q("tr.cid = {}", cid),
+                                  text.condition("tr"), condition),
+            text.rank("tr"), source),
+        rid=relevance.TEXT_RID, window=page)
 
 
 def postings_beside_entries(postings, others, store, page, qc):

@@ -70,6 +70,47 @@ class TestVerify(VerifyCase):
         self.catalog.clearFindAndRebuild()
         self.assertTrue(self.verify().clean)
 
+    def test_text_rows_of_a_batch_written_together(self):
+        # the text rows of every entry a flush writes go in one statement
+        # (pg/writer.text_statements): full reindexes with new words, a
+        # partial reindex of one text index, entries without a
+        # description any more, one uncatalogued and catalogued again, one
+        # written as it was; the rows, their totals, the words'
+        # frequencies and the kept postings are those of the objects
+        f = self.portal.f
+        # setUp's entries written first (a search sends what is pending)
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            Description="about")), 6)
+        for n in range(5):
+            f["d%d" % n].title = "Zebra %d crossing" % n
+            f["d%d" % n].reindexObject()
+        # without a Description: its text row goes (a full reindex, and
+        # a partial one of that index)
+        f.d1.Description = None
+        f.d1.reindexObject()
+        f.d4.Description = None
+        self.catalog.catalog_object(f.d4, idxs=["Description"])
+        f.d2.title = "Zebra 2 only in the title"
+        self.catalog.catalog_object(f.d2, idxs=["Title"])
+        self.catalog.uncatalog_object("/plone/f/d3")
+        self.catalog.catalog_object(f.d3)
+        f.d5.reindexObject()
+        processQueue()
+        self.assertTrue(self.verify().clean, "\n".join(
+            self.verify().summary()))
+        found = sorted(b.getPath() for b in
+                       self.catalog.unrestrictedSearchResults(
+                           Title="zebra"))
+        self.assertEqual(found, ["/plone/f/d%d" % n for n in range(5)])
+        found = sorted(b.getPath() for b in
+                       self.catalog.unrestrictedSearchResults(
+                           SearchableText="crossing"))
+        self.assertEqual(found, ["/plone/f/d%d" % n for n in (0, 1, 3, 4)])
+        found = sorted(b.getPath() for b in
+                       self.catalog.unrestrictedSearchResults(
+                           Description="about"))
+        self.assertEqual(found, ["/plone/f/d%d" % n for n in (0, 2, 3, 5)])
+
     def test_missing_entry(self):
         self.catalog.uncatalog_object("/plone/f/d1")
         report = self.verify()

@@ -835,6 +835,28 @@ class TestHotKeys(ManagerWithoutCache):
         finally:
             del os.environ["PGCATALOG_HOT_INDEXES"]
 
+    def test_a_sync_of_several_hot_names_computes_the_rows_once(self):
+        # one hot index added, several taken off: the hot rows (every
+        # entry's, each computation a statement over the whole catalog)
+        # are computed again once, after every name changed
+        os.environ["PGCATALOG_HOT_INDEXES"] = "portal_type Subject Creator"
+        try:
+            _, sent = statements(self.catalog, self.catalog.pgc_sync_indexes)
+            refills = [text for text in sent
+                       if "pgcatalog_hot_bounds(e.cid, e.idx)" in text]
+            self.assertEqual(len(refills), 1)
+            cid = self.store.cid
+            self.assertTrue(hot.ready(self.index("Creator"), cid))
+            self.assertFalse(hot.ready(self.index("review_state"), cid))
+            self.assertTrue(self.reads_hot({"Creator": "test_user_1_"}))
+            self.assertFalse(self.reads_hot({"review_state": "private"}))
+            self.assert_same_answers([{"Creator": "test_user_1_"},
+                                      {"portal_type": "Document"},
+                                      {"Subject": "tag"}])
+        finally:
+            del os.environ["PGCATALOG_HOT_INDEXES"]
+            transaction.abort()
+
     def test_long_keyword_lists(self):
         # an entry holding a long list's digest: its keys are the list's
         saved = lists.LONG_LIST

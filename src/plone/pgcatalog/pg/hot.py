@@ -455,17 +455,26 @@ def kept_range_parts(ranged):
 
 
 # -- registering ------------------------------------------------------------
-def sync(session, cid, index):
+def sync(session, cid, index, refill_now=True):
     """Register ``index``'s hot keys for catalog ``cid`` when it is
-    eligible, unregister them else (in the transaction).  Registering fills
-    the hot rows of the catalog's entries."""
+    eligible, unregister them else (in the transaction).  A change of the
+    catalog's hot names computes the hot rows of its entries again, now,
+    or, with ``refill_now`` false, when the caller calls :func:`refilled`
+    (once for several indexes: at 1,000,000 entries each computation
+    rewrites every hot row).  Returns whether the hot names changed."""
     if eligible(index):
-        register(session, cid, index)
-    else:
-        unregister(session, cid, index.getId(), index)
+        return register(session, cid, index, refill_now)
+    return unregister(session, cid, index.getId(), index, refill_now)
 
 
-def register(session, cid, index):
+def refilled(session, cid):
+    """Compute the hot rows of catalog ``cid`` again after changes of its
+    hot names (``refill_now`` false)."""
+    refill(session, cid)
+    session.changed_hot_keys(cid)
+
+
+def register(session, cid, index, refill_now=True):
     name, multi = index.getId(), bool(index.pgc_multi)
     kind = index.pgc_hot_kind
     # (a range or a sort index gives the row no key)
@@ -474,7 +483,7 @@ def register(session, cid, index):
             "sets" if in_set else "free"):
         # registered, in the transaction that marked this index object
         # (another kind under the name is another object)
-        return
+        return False
     rows = session.execute(q(
         "SELECT name, code, kind, multi, in_set FROM {} WHERE cid = {}",
         schema.HOT_NAMES_TABLE, cid)).fetchall()
@@ -482,8 +491,7 @@ def register(session, cid, index):
                                    for n, _c, k, _m, _s in rows):
         # the row keeps one range index and one sort index: this one is
         # answered from the entries
-        unregister(session, cid, name, index)
-        return
+        return unregister(session, cid, name, index, refill_now)
     codes = {n: c for n, c, _k, _m, _s in rows}
     mine = codes.get(name)
     if mine is None:
@@ -499,13 +507,14 @@ def register(session, cid, index):
             "multi = EXCLUDED.multi, code = EXCLUDED.code, kind = "
             "EXCLUDED.kind, in_set = EXCLUDED.in_set",
             schema.HOT_NAMES_TABLE, cid, name, multi, mine, kind, in_set))
-    if not same or not ready(index, cid):
-        refill(session, cid)
-        session.changed_hot_keys(cid)
+    changed = not same or not ready(index, cid)
+    if changed and refill_now:
+        refilled(session, cid)
     # else: only this object's record of the sets was missing (a catalog
     # upgraded to schema version 9, which filled the sets by the default,
     # or 18, which filled the free keys' rows)
     _mark(index, cid, mine, in_set)
+    return changed
 
 
 #: the kinds of index a hot row keeps one value of (the catalog's first
@@ -513,26 +522,29 @@ def register(session, cid, index):
 ONE_PER_ROW = ("range", "sort")
 
 
-def unregister(session, cid, name, index=None):
-    gone = session.execute_write(cid, q(
+def unregister(session, cid, name, index=None, refill_now=True):
+    gone = bool(session.execute_write(cid, q(
         "DELETE FROM {} WHERE cid = {} AND name = {} RETURNING 1",
         schema.HOT_NAMES_TABLE,
-        cid, name)).fetchall()
-    if gone:
-        refill(session, cid)
-        session.changed_hot_keys(cid)
+        cid, name)).fetchall())
+    if gone and refill_now:
+        refilled(session, cid)
     if index is not None:
         _mark(index, cid, None, False)
+    return gone
 
 
-def prune(session, cid, keep):
+def prune(session, cid, keep, refill_now=True):
     """Unregister the hot keys of catalog ``cid``'s indexes not in
-    ``keep`` (names)."""
+    ``keep`` (names).  Returns whether any went (see :func:`sync`)."""
+    changed = False
     for (name,) in session.execute(q(
             "SELECT name FROM {} WHERE cid = {}", schema.HOT_NAMES_TABLE,
             cid)).fetchall():
         if name not in keep:
-            unregister(session, cid, name)
+            changed = unregister(session, cid, name, None,
+                                 refill_now) or changed
+    return changed
 
 
 def _mark(index, cid, code, in_set):

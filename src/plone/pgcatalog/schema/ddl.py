@@ -102,9 +102,10 @@ def wanted(index, cid):
     return found
 
 
-def create(session, cid, index):
+def create(session, cid, index, refill_now=True):
     """Register the PostgreSQL indexes of ``index`` (in the transaction)
-    and build them once it committed."""
+    and build them once it committed.  Returns whether the catalog's hot
+    names changed (``refill_now``: hot.sync)."""
     index_id = index.getId()
     want = wanted(index, cid)
     registered = {row[0] for row in session.execute(
@@ -121,12 +122,12 @@ def create(session, cid, index):
     if dropping:
         session.cancel_drops(dropping)
         _drop_now(session, cid, dropping)
-    hot.sync(session, cid, index)
-    if not want:
-        return
+    changed = hot.sync(session, cid, index, refill_now)
     for name in want:
         session.execute_write(cid, insert_registered(cid, index_id, name))
-    _builds_of(session).statements.update(want)
+    if want:
+        _builds_of(session).statements.update(want)
+    return changed
 
 
 class _AfterCommit:
@@ -330,21 +331,24 @@ def sync(session, cid, indexes):
         registered.setdefault(name, set()).add(pg_index)
     existing = {row[0] for row in session.execute(_VALID_SQL).fetchall()}
     by_name = {index.getId(): index for index in indexes}
+    # the hot rows are computed again once, after every index's hot names
+    hot_changed = False
     for index_id, index in by_name.items():
         want = wanted(index, cid)
         if set(want) - existing or set(want) - registered.get(index_id,
                                                                 set()):
-            create(session, cid, index)
+            hot_changed = create(session, cid, index, False) or hot_changed
             created.extend(sorted(set(want) - existing))
         else:
-            hot.sync(session, cid, index)
+            hot_changed = hot.sync(session, cid, index, False) or hot_changed
     for index_id, names in registered.items():
         unwanted = names - set(wanted(by_name[index_id], cid)) \
             if index_id in by_name else names
         if unwanted:
             _unregister(session, cid, index_id, sorted(unwanted), now=False)
             dropped.extend(sorted(unwanted))
-    hot.prune(session, cid, by_name)
+    if hot.prune(session, cid, by_name, False) or hot_changed:
+        hot.refilled(session, cid)
     # catalog indexes no catalog registers (a drop that did not happen):
     # dropped after the commit
     legacy = [row[0] for row in session.execute(

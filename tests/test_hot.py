@@ -26,10 +26,10 @@ from plone.pgcatalog.indexes.text import postings
 from plone.pgcatalog.indexes.text import scoring
 from plone.pgcatalog.ops import postings as kept_postings
 from plone.pgcatalog.ops import verifystore
-from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg import textstats
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.search import cache as result_cache
@@ -618,7 +618,7 @@ class TestHotKeys(ManagerWithoutCache):
         rows = self.store.value(q("SELECT count(*) FROM pgcatalog_hot_counts "
                                   "WHERE cid = {}", self.store.cid))
         transaction.abort()
-        db.fold_hot_counts(self.store.session.dsn)
+        upkeep.fold_hot_counts(self.store.session.dsn)
         self.assertEqual(self.counts(), before)
         self.assertEqual(self.store.value(q(
             "SELECT count(*) FROM pgcatalog_hot_counts WHERE cid = {}",
@@ -642,9 +642,9 @@ class TestHotKeys(ManagerWithoutCache):
             writer.execute(
                 "UPDATE pgcatalog_entries SET idx = jsonb_set(idx, "
                 "'{review_state}', '\"pending\"') WHERE rid = %s", (rid,))
-            db.fold_hot_counts(dsn)
+            upkeep.fold_hot_counts(dsn)
             writer.execute("COMMIT")
-        db.fold_hot_counts(dsn)
+        upkeep.fold_hot_counts(dsn)
         after = self.counts()
         self.assertNotEqual(after, before)
         self.assertEqual(sum(after.values()), sum(before.values()))
@@ -669,7 +669,7 @@ class TestHotKeys(ManagerWithoutCache):
         self.store.write(q("DELETE FROM pgcatalog_catalogs WHERE cid = {}",
                            other))
         transaction.commit()
-        db.fold_hot_counts(dsn)
+        upkeep.fold_hot_counts(dsn)
         self.assertEqual(self.store.value(q(
             "SELECT count(*) FROM pgcatalog_hot_counts WHERE sid = {}", sid)),
             0)

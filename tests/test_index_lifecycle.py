@@ -15,6 +15,7 @@
   CONCURRENTLY``); a failed build leaves no invalid index, and an invalid
   one is dropped and built again.
 """
+import os
 import threading
 import time
 import unittest
@@ -108,6 +109,32 @@ class TestIndexLifecycle(unittest.TestCase):
             self.catalog.delIndex(name)
         transaction.commit()
         self.assertEqual(pg_indexes(), before)
+
+    def test_a_sync_of_the_hot_indexes_vacuums_their_tables(self):
+        # every hot row written again leaves the hot tables' pages without
+        # their all-visible mark and their indexes full of dead entries,
+        # which the counts beside a search read through: vacuumed after
+        # the commit (upkeep.vacuum_hot)
+        def vacuums():
+            with db.get_pool().connection() as conn:
+                return dict(conn.execute(
+                    "SELECT relname, vacuum_count FROM pg_stat_user_tables "
+                    "WHERE relname IN ('pgcatalog_hot', "
+                    "'pgcatalog_hot_counts', 'pgcatalog_postings')"
+                ).fetchall())
+        before = vacuums()
+        self.assertEqual(len(before), 3)
+        os.environ["PGCATALOG_HOT_INDEXES"] = "portal_type Creator"
+        try:
+            self.catalog.pgc_sync_indexes()
+            transaction.commit()
+        finally:
+            del os.environ["PGCATALOG_HOT_INDEXES"]
+            self.catalog.pgc_sync_indexes()
+            transaction.commit()
+        after = vacuums()
+        for name, count in before.items():
+            self.assertGreaterEqual(after[name], count + 2, name)
 
     def test_expression_indexes_have_planner_statistics(self):
         # PostgreSQL's planner ignores a partial index's statistics: a

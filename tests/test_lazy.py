@@ -19,8 +19,8 @@ from ZTUtils.Lazy import LazyCat
 
 from plone.pgcatalog.errors import AnswerLost
 from plone.pgcatalog.errors import CatalogStatementError
-from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import estimates
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.pg import outside as outside_entries
 from plone.pgcatalog.pg import store as store_module
 from plone.pgcatalog.pg.fragment import q
@@ -120,7 +120,7 @@ class TestLazyAnswers(LazyCase):
         # sets ever received (their counts' bound): an entry entering a
         # set with a lower rid than its others lowers it
         dsn = self.catalog._pgc_store().session.dsn
-        db.fold_hot_counts(dsn)
+        upkeep.fold_hot_counts(dsn)
         query = {"portal_type": "Document", "review_state": "published"}
         lz = self.portal.lz
         rid = self.catalog.getrid
@@ -133,7 +133,7 @@ class TestLazyAnswers(LazyCase):
         self.assertEqual([b.getRID() for b in found[:3]], [
             rid("/plone/lz/d%d" % n) for n in (0, 1, 4)])
         transaction.commit()
-        db.fold_hot_counts(dsn)
+        upkeep.fold_hot_counts(dsn)
         self.assertEqual(self.rids(self.search(**query)), self.whole(**query))
         self.assertEqual(self.rids(self.search(**query))[0],
                          rid("/plone/lz/d0"))

@@ -21,6 +21,7 @@ import pytest
 from plone.pgcatalog import __version__
 from plone.pgcatalog.errors import SchemaError
 from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.schema import migrations
 from plone.pgcatalog.testing import pgserver
 
@@ -619,7 +620,7 @@ def test_upgrade_keeps_text_totals(conn):
     assert conn.execute(TOTALS_OFF).fetchall() == []
     assert conn.execute(title).fetchone() == (1, 2)
     # folded: one row per catalog and index, none for what adds up to 0
-    db.fold_hot_counts(conn.info.dsn)
+    upkeep.fold_hot_counts(conn.info.dsn)
     rows = conn.execute(
         "SELECT cid, name, docs, words FROM pgcatalog_text_totals "
         "ORDER BY 1, 2").fetchall()
@@ -679,7 +680,7 @@ def test_upgrade_keeps_word_frequencies(conn):
     assert conn.execute(
         "SELECT count(*) FROM pgcatalog_text_df WHERE NOT folded"
     ).fetchone()[0] > 0
-    db.fold_hot_counts(conn.info.dsn)
+    upkeep.fold_hot_counts(conn.info.dsn)
     rows = conn.execute(
         "SELECT cid, name, word, n, folded FROM pgcatalog_text_df"
     ).fetchall()

@@ -30,6 +30,7 @@ from plone.pgcatalog.errors import CatalogStatementError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import parking
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.pg.writer import Upsert
 from plone.pgcatalog.search import cache as result_cache
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -63,36 +64,36 @@ class TestSession(unittest.TestCase):
             other.execute("LOCK TABLE pgcatalog_entries IN SHARE UPDATE "
                           "EXCLUSIVE MODE")
             with self.assertNoLogs("plone.pgcatalog", level="WARNING"):
-                db.analyze(dsn)
+                upkeep.analyze(dsn)
 
     def test_analyze_records_the_entries_it_counted(self):
         dsn = self.session().dsn
-        db.analyze(dsn)
+        upkeep.analyze(dsn)
         with psycopg.connect(dsn) as conn:
             counted = conn.execute(
                 "SELECT reltuples::bigint FROM pg_class WHERE oid = "
                 "'pgcatalog_entries'::regclass").fetchone()[0]
         self.assertGreater(counted, 0)
-        self.assertEqual(db._analyses[dsn][1], counted)
+        self.assertEqual(upkeep._analyses[dsn][1], counted)
 
     def test_bulk_writes_analyze_once_the_catalog_grew(self):
         key = "analyze-due-test"  # a state of its own, not the layer's dsn
-        db._analyses.pop(key, None)
-        self.addCleanup(db._analyses.pop, key, None)
+        upkeep._analyses.pop(key, None)
+        self.addCleanup(upkeep._analyses.pop, key, None)
         # below ANALYZE_AFTER_ROWS a transaction never analyzes
-        self.assertFalse(db.analyze_due(key, db.ANALYZE_AFTER_ROWS - 1))
+        self.assertFalse(upkeep.analyze_due(key, upkeep.ANALYZE_AFTER_ROWS - 1))
         # a process's first large transaction does
-        self.assertTrue(db.analyze_due(key, db.ANALYZE_AFTER_ROWS))
-        db.analyzed(key, 10000)
+        self.assertTrue(upkeep.analyze_due(key, upkeep.ANALYZE_AFTER_ROWS))
+        upkeep.analyzed(key, 10000)
         # then only once the entries written since are ANALYZE_GROWTH of
         # those counted (small transactions' entries count too)
-        due = [db.analyze_due(key, 500) for i in range(8)]
+        due = [upkeep.analyze_due(key, 500) for i in range(8)]
         self.assertEqual(due, [False, False, False, True,
                                False, False, False, True])
-        self.assertEqual(db.ANALYZE_GROWTH, 0.2)
-        db.analyzed(key, 0)
-        self.assertFalse(db.analyze_due(key, 150))
-        self.assertTrue(db.analyze_due(key, 200))
+        self.assertEqual(upkeep.ANALYZE_GROWTH, 0.2)
+        upkeep.analyzed(key, 0)
+        self.assertFalse(upkeep.analyze_due(key, 150))
+        self.assertTrue(upkeep.analyze_due(key, 200))
 
     def test_refused_statement_keeps_the_transaction(self):
         self.portal.invokeFactory("Document", "kept", title="Kept")

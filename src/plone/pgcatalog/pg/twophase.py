@@ -24,6 +24,7 @@ from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import consistency
 from plone.pgcatalog.pg import db
 from plone.pgcatalog.pg import dberrors
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.schema import ddl
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -123,7 +124,7 @@ class TwoPhaseCommit:
 
     def _committed(self):
         self.wrote = False
-        db.committed(self.dsn, self.dirty | set(self.counter_flushed))
+        upkeep.committed(self.dsn, self.dirty | set(self.counter_flushed))
         self.counter_flushed.clear()
         self.dirty.clear()
 
@@ -137,8 +138,8 @@ class TwoPhaseCommit:
             gid, self.prepared = self.prepared, None
             self._finish_prepared(gid, "COMMIT PREPARED")
             self._committed()
-        big = self.rows_written >= db.ANALYZE_AFTER_ROWS
-        due = db.analyze_due(self.dsn, self.rows_written)
+        big = self.rows_written >= upkeep.ANALYZE_AFTER_ROWS
+        due = upkeep.analyze_due(self.dsn, self.rows_written)
         drops, self.drops = self.drops, {}
         hooks, self.commit_hooks = self.commit_hooks, []
         self._end()
@@ -147,9 +148,9 @@ class TwoPhaseCommit:
         if drops:
             ddl.drop_unused(self.dsn, sorted(drops))
         if big:
-            db.fold_hot_counts(self.dsn)
+            upkeep.fold_hot_counts(self.dsn)
         if due:
-            db.analyze(self.dsn)
+            upkeep.analyze(self.dsn)
 
     def tpc_abort(self, txn):
         gid, self.prepared = self.prepared, None

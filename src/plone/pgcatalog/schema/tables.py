@@ -42,7 +42,7 @@ Layout (one set of tables per database, every row scoped by catalog
     one row per committed writing transaction of a catalog (its change
     count): insert-only, so concurrent writers never conflict on a shared
     counter row; folded into ``pgcatalog_catalogs`` from time to time
-    (``db.compact_commit_log``).  ``getCounter`` and the change stamp read both.
+    (``upkeep.compact_commit_log``).  ``getCounter`` and the change stamp read both.
 ``pgcatalog_indexes``
     which PostgreSQL indexes each catalog's index uses (the registry:
     ``delIndex`` drops what ``addIndex`` created, a shared index when its
@@ -159,7 +159,7 @@ DDL_LOCK = migrations.LOCK
 INDEX_LOCK = 0x70676369  # "pgci"
 #: (this, cid): one process at a time folds a catalog's commit log
 COMPACT_LOCK = 0x70676363  # "pgcc"
-#: one process at a time folds the key sets' counts (db.fold_hot_counts)
+#: one process at a time folds the key sets' counts (upkeep.fold_hot_counts)
 FOLD_LOCK = 0x70676366  # "pgcf"
 
 class IndexSpec:

@@ -16,7 +16,7 @@ from plone.pgcatalog.catalog import check_index_name
 from plone.pgcatalog.indexes import convert_index
 from plone.pgcatalog.indexes import kind_for
 from plone.pgcatalog.ops import shadow
-from plone.pgcatalog.pg import db
+from plone.pgcatalog.pg import upkeep
 from plone.pgcatalog.schema import ddl
 
 
@@ -101,9 +101,9 @@ class IndexesAPI:
         register the hot indexes ``hot-indexes`` and ``hot-set-exclude``
         name (hot.py; their rows computed again).  Run it after a change
         of those settings.  Once the transaction committed, the key sets'
-        counts are folded and the catalog tables analyzed (the hot rows
-        and their sets may all have changed).  Returns ``(created, dropped)`` PostgreSQL index
-        names."""
+        counts are folded, the hot tables vacuumed and the catalog tables
+        analyzed (the hot rows and their sets may all have changed).
+        Returns ``(created, dropped)`` PostgreSQL index names."""
         store = self._pgc_store()
         found = ddl.sync(store.session, store.cid, self.index_objects())
         self._pgc_hot_guard()
@@ -192,9 +192,11 @@ class IndexesAPI:
 
 def _settle(dsn):
     """After hot rows were computed again: their sets' counts folded (one
-    +1 / -1 row each otherwise), the planner's statistics read again."""
-    db.fold_hot_counts(dsn)
-    db.analyze(dsn)
+    +1 / -1 row each otherwise), the hot tables vacuumed (every row of
+    them rewritten), the planner's statistics read again."""
+    upkeep.fold_hot_counts(dsn)
+    upkeep.vacuum_hot(dsn)
+    upkeep.analyze(dsn)
 
 
 InitializeClass(IndexesAPI)

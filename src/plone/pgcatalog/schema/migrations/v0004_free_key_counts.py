@@ -6,7 +6,7 @@ nearly one per entry: counting a tag's matches meant reading every
 matching hot row.  ``pgcatalog_hot_key_counts`` holds, per key set, range
 class and free key, insert-only +1 / -1 rows that the trigger on the hot
 rows writes beside ``pgcatalog_hot_counts`` (now also when only the free
-keys change), folded from time to time (``db.fold_hot_counts``).  Facet
+keys change), folded from time to time (``upkeep.fold_hot_counts``).  Facet
 counts of a search whose conditions are all on the key sets add them up
 for the matching sets (docs/facets.md): a few rows per set and tag,
 whatever the number of matches.

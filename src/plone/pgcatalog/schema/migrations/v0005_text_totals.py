@@ -13,7 +13,7 @@ edit.
 rows of documents and words added (or taken off, negative), written by
 statement triggers on ``pgcatalog_text`` (insert, update, delete: every
 path that writes text rows, savepoints included, in its transaction),
-folded from time to time (``db.fold_hot_counts``).  The statistics are the
+folded from time to time (``upkeep.fold_hot_counts``).  The statistics are the
 sums of a few rows.
 
 The step creates the table and the triggers, and counts the text rows as

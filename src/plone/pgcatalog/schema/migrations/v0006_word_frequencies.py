@@ -13,7 +13,7 @@ behind.
 rows of documents added or taken off, written by the text rows' statement
 triggers beside the totals of schema version 5 (an update adds rows only
 for the words it adds or takes off), folded from time to time
-(``db.fold_hot_counts``: the words of the rows written since the last fold,
+(``upkeep.fold_hot_counts``: the words of the rows written since the last fold,
 found under a partial index, become one row each).  A word's frequency is
 the sum of its few rows: exact and current for every word.
 

@@ -290,16 +290,18 @@ def _scored(where, rank, source, rid):
 def _scored_page(scored, window):
     """One row: the number of matches, the page's rids and scores in
     relevance order, the best score of every match (what the scores are
-    normalized by); each match scored once (a materialized CTE).  A page
-    of up to ``PAGE_WITH_METADATA`` comes with its brains' metadata
-    (:func:`with_small_metadata`)."""
+    normalized by; the first page's first score is it, NULL then: one
+    pass over the matches less); each match scored once (a materialized
+    CTE).  A page of up to ``PAGE_WITH_METADATA`` comes with its brains'
+    metadata (:func:`with_small_metadata`)."""
+    best = (q("NULL::float8") if window.b_start == 0 and window.b_size > 0
+            else q("(SELECT max(s.score) FROM s)"))
     page = q(
         "WITH s AS MATERIALIZED ({}) SELECT (SELECT count(*) FROM s), "
         "array_agg(p.rid ORDER BY p.score DESC, p.rid DESC), "
         "array_agg(p.score ORDER BY p.score DESC, p.rid DESC), "
-        "(SELECT max(s.score) FROM s) FROM (SELECT * FROM s ORDER BY "
-        "s.score DESC, s.rid DESC LIMIT {} OFFSET {}) p",
-        scored, window.b_size, window.b_start)
+        "{} FROM (SELECT * FROM s ORDER BY s.score DESC, s.rid DESC LIMIT "
+        "{} OFFSET {}) p", scored, best, window.b_size, window.b_start)
     if window.b_size <= PAGE_WITH_METADATA:
         return with_small_metadata(page, 4, 1, first=window.b_size)
     return page
@@ -309,6 +311,9 @@ def _page_answer(store, statement):
     row = fetch_row(store, statement)
     count, rids, raw, top = row[:4]
     rids = rids or []
+    if top is None:
+        # the first page: its first score is the best
+        top = raw[0] if raw else 0
     # normalized by the best score of every match, not of the page
     scores = Scores(dict(zip(rids, raw or [])), top or 0)
     answer = Answer(rids, count, scores)

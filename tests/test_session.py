@@ -81,7 +81,8 @@ class TestSession(unittest.TestCase):
         upkeep._analyses.pop(key, None)
         self.addCleanup(upkeep._analyses.pop, key, None)
         # below ANALYZE_AFTER_ROWS a transaction never analyzes
-        self.assertFalse(upkeep.analyze_due(key, upkeep.ANALYZE_AFTER_ROWS - 1))
+        self.assertFalse(
+            upkeep.analyze_due(key, upkeep.ANALYZE_AFTER_ROWS - 1))
         # a process's first large transaction does
         self.assertTrue(upkeep.analyze_due(key, upkeep.ANALYZE_AFTER_ROWS))
         upkeep.analyzed(key, 10000)
@@ -94,6 +95,19 @@ class TestSession(unittest.TestCase):
         upkeep.analyzed(key, 0)
         self.assertFalse(upkeep.analyze_due(key, 150))
         self.assertTrue(upkeep.analyze_due(key, 200))
+
+    def test_kept_counts_folded_once_enough_entries_were_written(self):
+        key = "fold-due-test"  # a state of its own, not the layer's dsn
+        upkeep._unfolded.pop(key, None)
+        self.addCleanup(upkeep._unfolded.pop, key, None)
+        self.assertEqual(upkeep.FOLD_AFTER_ROWS, 10000)
+        # a bulk load's 1,000-entry transactions: every tenth folds
+        due = [upkeep.fold_due(key, 1000) for i in range(20)]
+        self.assertEqual(due, ([False] * 9 + [True]) * 2)
+        # small transactions count too; a big one folds at once
+        self.assertFalse(upkeep.fold_due(key, 1))
+        self.assertTrue(upkeep.fold_due(key, 10000))
+        self.assertFalse(upkeep.fold_due(key, 9999))
 
     def test_refused_statement_keeps_the_transaction(self):
         self.portal.invokeFactory("Document", "kept", title="Kept")

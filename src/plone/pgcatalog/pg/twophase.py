@@ -138,7 +138,7 @@ class TwoPhaseCommit:
             gid, self.prepared = self.prepared, None
             self._finish_prepared(gid, "COMMIT PREPARED")
             self._committed()
-        big = self.rows_written >= upkeep.ANALYZE_AFTER_ROWS
+        fold = upkeep.fold_due(self.dsn, self.rows_written)
         due = upkeep.analyze_due(self.dsn, self.rows_written)
         drops, self.drops = self.drops, {}
         hooks, self.commit_hooks = self.commit_hooks, []
@@ -147,7 +147,7 @@ class TwoPhaseCommit:
             hook()
         if drops:
             ddl.drop_unused(self.dsn, sorted(drops))
-        if big:
+        if fold:
             upkeep.fold_hot_counts(self.dsn)
         if due:
             upkeep.analyze(self.dsn)

@@ -54,6 +54,31 @@ def analyze_due(dsn, rows):
         return True
 
 
+#: the kept counts' +1 / -1 rows are folded once the entries this process
+#: wrote since its last fold reach this many (any transaction's count): a
+#: fold rewrites the folded rows of every word and key set the new rows
+#: name, so a bulk load of 1,000-entry transactions that folded after each
+#: spent an eighth of its commits folding; a read sums at most one row per
+#: transaction and word or set meanwhile
+FOLD_AFTER_ROWS = 10000
+
+_unfolded = {}  # dsn -> entries written since this process's last fold
+
+
+def fold_due(dsn, rows):
+    """Count ``rows`` entries a committed transaction wrote; whether the
+    kept counts should be folded now (:func:`fold_hot_counts`): once the
+    entries written since this process's last fold are
+    ``FOLD_AFTER_ROWS``.  Small transactions are folded after
+    ``COMPACT_EVERY`` commits as well (:func:`committed`)."""
+    with _analyses_lock:
+        written = _unfolded[dsn] = _unfolded.get(dsn, 0) + rows
+        if written < FOLD_AFTER_ROWS:
+            return False
+        _unfolded[dsn] = 0
+        return True
+
+
 def analyze(dsn):
     """ANALYZE the catalog tables (best effort; a table autovacuum is
     busy with is skipped: it is being analyzed, and the connection's
@@ -114,9 +139,9 @@ def fold_hot_counts(dsn):
     textstats.py) likewise.  One statement, READ COMMITTED: the
     rows it deletes and the one it inserts change the sums of no snapshot;
     rows committed meanwhile are left for the next fold.  Best effort: run
-    after this process's writing transactions of ``ANALYZE_AFTER_ROWS``
-    rows and every ``COMPACT_EVERY`` commits; the counts are right
-    unfolded, only longer to add up."""
+    after this process wrote ``FOLD_AFTER_ROWS`` entries (:func:`fold_due`)
+    and every ``COMPACT_EVERY`` commits; the counts are right unfolded,
+    only longer to add up."""
     try:
         with get_pool(dsn).connection() as conn:
             with conn.transaction():

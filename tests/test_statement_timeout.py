@@ -263,6 +263,35 @@ class TestCancelStorm(unittest.TestCase):
         session.set_timeout(0)
         self.check_after()
 
+    def test_a_refused_savepoint_rolls_the_writes_back_cleanly(self):
+        # a timeout or a cancel can refuse the SAVEPOINT a statement after
+        # writes is sent in: no savepoint to go back to, the transaction
+        # aborted with its writes; the connection stays, the commit fails
+        # as a refused statement fails it (not as a lost connection)
+        doc = self.portal.s1
+        doc.setTitle("Refused")
+        doc.reindexObject()
+        processQueue()
+        session = self.catalog._pgc_store().session
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            Title="Refused")), 1)
+        self.assertTrue(session.wrote)
+        conn = session.conn
+        try:
+            # what a refused SAVEPOINT leaves: an aborted transaction
+            conn.execute("SELECT 1 / 0")
+        except psycopg.Error as exc:
+            session._contain(conn, exc, True)
+        self.assertIs(session.conn, conn)
+        self.assertIsInstance(session.failed, CatalogStatementError)
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            portal_type="Document")), 30)
+        with self.assertRaises(CatalogStatementError):
+            transaction.commit()
+        transaction.abort()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(
+            Title="Refused")), 0)
+
     def test_cancels_from_outside(self):
         session = self.catalog._pgc_store().session
         len(self.catalog.unrestrictedSearchResults(portal_type="Document"))

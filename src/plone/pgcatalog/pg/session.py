@@ -466,7 +466,7 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
             self._lose_connection("PostgreSQL went away")
             return
         try:
-            if guarded and self._to_savepoint(conn):
+            if guarded and _to_savepoint(conn):
                 return
             # a read-only transaction (or its first statement), or the
             # savepoint itself refused: start again at the next
@@ -483,23 +483,6 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
             logger.warning("could not roll back a failed catalog statement; "
                            "dropping the connection", exc_info=True)
             self._lose_connection("the catalog connection broke")
-
-    def _to_savepoint(self, conn):
-        """Roll back to the savepoint the failed statement was sent in;
-        False when there is none: the ``SAVEPOINT`` itself failed (a
-        statement timeout or a cancel can refuse any command), which left
-        the transaction aborted, with its writes."""
-        try:
-            with conn.pipeline():
-                conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt",
-                             prepare=False)
-                conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
-        except psycopg.Error as exc:
-            if dberrors.connection_lost(exc) or conn.broken:
-                raise
-            logger.debug("no savepoint to roll back to", exc_info=True)
-            return False
-        return True
 
     def _lose_connection(self, why):
         """The connection, and the PostgreSQL transaction with it, are
@@ -613,3 +596,20 @@ def _begin_early(dsn, cids):
 
 
 agreement.begin_early_with(_begin_early)
+
+
+def _to_savepoint(conn):
+    """Roll back to the savepoint a failed statement was sent in; False
+    when there is none: the ``SAVEPOINT`` itself failed (a statement
+    timeout or a cancel can refuse any command), which left the
+    transaction aborted, with its writes."""
+    try:
+        with conn.pipeline():
+            conn.execute("ROLLBACK TO SAVEPOINT pgc_stmt", prepare=False)
+            conn.execute("RELEASE SAVEPOINT pgc_stmt", prepare=False)
+    except psycopg.Error as exc:
+        if dberrors.connection_lost(exc) or conn.broken:
+            raise
+        logger.debug("no savepoint to roll back to", exc_info=True)
+        return False
+    return True

@@ -1391,6 +1391,66 @@ class TestTextRows(ManagerWithoutCache):
                                         1.0):
             self.assertEqual(self.full(query), [])
 
+    def test_a_page_of_a_single_word_from_its_best_postings(self):
+        """A page of a single word by relevance is read from the word's
+        best postings (search/wordpage.py: a few of each count, then those
+        scoring at least as well as the page's last): the same rids,
+        scores and normalized scores as every match scored, for pages of
+        many equal scores (equal counts and lengths: newest rid first),
+        beside hot conditions too; the total counted when read.  In a
+        database that does not keep the postings, the text rows."""
+        portal = self.portal
+        wf = portal.portal_workflow
+        wf.setChainForPortalTypes(["Document"],
+                                  "simple_publication_workflow")
+        portal.invokeFactory("Folder", "kiwis")
+        for i in range(36):
+            # the word counted 1-3 times in titles of 1-6 words
+            count, pad = 1 + i % 3, (i // 3) % 4
+            portal.kiwis.invokeFactory(
+                "Document", "k%02d" % i, title=" ".join(
+                    ["kiwi"] * count + ["pad%d" % j for j in range(pad)]))
+            if i % 4 == 0:
+                wf.doActionFor(portal.kiwis["k%02d" % i], "publish")
+        processQueue()
+        textstats.forget()
+        for extra in ({}, {"portal_type": "Document"},
+                      {"allowedRolesAndUsers": ["Anonymous"],
+                       "effectiveRange": DateTime()}):
+            query = dict(extra, Title="kiwi")
+            every = self.full(query)
+            self.assertEqual(len(every), 36 if not extra else
+                             (36 if "portal_type" in extra else 9), extra)
+            self.assertGreater(len(every), len({s for _p, s, _n in every}))
+            for b_size in (1, 4, 10):
+                for b_start in (0, 1, 3, 8, 20, 35, 40):
+                    page = dict(query, b_start=b_start, b_size=b_size)
+                    got, sent = statements(
+                        self.catalog,
+                        lambda: self.catalog.unrestrictedSearchResults(
+                            dict(page)))
+                    self.assertEqual(
+                        [(b.getPath(), b.data_record_score_,
+                          b.data_record_normalized_score_) for b in got],
+                        every[b_start:b_start + b_size], page)
+                    search = [st for st in sent if "array_agg" in st][0]
+                    self.assertIn("WITH RECURSIVE t(tf)", search)
+                    # counted when read
+                    self.assertFalse([st for st in sent
+                                      if st.startswith("SELECT count(*)")])
+                    total, sent = statements(
+                        self.catalog, lambda: got.actual_result_count)
+                    self.assertEqual(total, len(every))
+                    self.assertEqual(len(sent), 1, sent)
+        # the postings not kept: the text rows, the same page
+        store = self.catalog._pgc_store()
+        page = {"Title": "kiwi", "b_start": 2, "b_size": 5}
+        expected = self.full(page)
+        for statement in kept_postings.keep_statements(()):
+            store.write(statement)
+        self.assertEqual(self.full(page), expected)
+        self.assertEqual(len(expected), 5)
+
     def _other_conditions(self, texts, postings=False):
         # the same documents through hot conditions only (the text rows
         # joined to their hot rows), with the range too, and with a

@@ -28,6 +28,7 @@ from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.search import plans
 from plone.pgcatalog.search import relevance
 from plone.pgcatalog.search import sorting
+from plone.pgcatalog.search import wordpage
 from plone.pgcatalog.search.query import batch_window
 from plone.pgcatalog.search.query import make_query
 from plone.pgcatalog.search.query import parses_like_unindex
@@ -472,12 +473,15 @@ def text_relevance(conditions, store, window, qc):
 def kept_word_plan(kept, text, cid, condition, source, page):
     """The plan reading a single word from its kept postings meeting
     ``condition`` (over the hot row's names), or, when the statement finds
-    them not kept, from its text rows ``source`` (``tr``) meeting it."""
+    them not kept, from its text rows ``source`` (``tr``) meeting it; a
+    page from its best postings (wordpage.py)."""
+    matches = relevance.kept_word_or(
+        kept, condition, and_(q("tr.cid = {}", cid), text.condition("tr"),
+                              condition), text.rank("tr"), source)
+    if wordpage.reaches(page) and kept.dl_at_most is not None:
+        return wordpage.KeptWordPage(kept, condition, matches, page)
     return relevance.TextRelevance(
-        TRUE, relevance.POSTINGS_SCORE, source=relevance.kept_word_or(
-            kept, condition, and_(q("tr.cid = {}", cid),
-                                  text.condition("tr"), condition),
-            text.rank("tr"), source),
+        TRUE, relevance.POSTINGS_SCORE, source=matches,
         rid=relevance.TEXT_RID, window=page)
 
 

@@ -287,27 +287,35 @@ def _scored(where, rank, source, rid):
              rid, rank, source, where)
 
 
-def _scored_page(scored, window):
+def page_of(scored, window):
     """One row: the number of matches, the page's rids and scores in
     relevance order, the best score of every match (what the scores are
     normalized by; the first page's first score is it, NULL then: one
-    pass over the matches less); each match scored once (a materialized
-    CTE).  A page of up to ``PAGE_WITH_METADATA`` comes with its brains'
-    metadata (:func:`with_small_metadata`)."""
+    pass over the matches less); each match of ``scored`` (a statement of
+    ``rid``, ``score``) scored once (a materialized CTE)."""
     best = (q("NULL::float8") if window.b_start == 0 and window.b_size > 0
             else q("(SELECT max(s.score) FROM s)"))
-    page = q(
+    return q(
         "WITH s AS MATERIALIZED ({}) SELECT (SELECT count(*) FROM s), "
         "array_agg(p.rid ORDER BY p.score DESC, p.rid DESC), "
         "array_agg(p.score ORDER BY p.score DESC, p.rid DESC), "
         "{} FROM (SELECT * FROM s ORDER BY s.score DESC, s.rid DESC LIMIT "
         "{} OFFSET {}) p", scored, best, window.b_size, window.b_start)
+
+
+def _scored_page(scored, window):
+    """:func:`page_of`; a page of up to ``PAGE_WITH_METADATA`` comes with
+    its brains' metadata (:func:`with_small_metadata`)."""
+    page = page_of(scored, window)
     if window.b_size <= PAGE_WITH_METADATA:
         return with_small_metadata(page, 4, 1, first=window.b_size)
     return page
 
 
-def _page_answer(store, statement):
+def page_answer(store, statement, counting=None):
+    """The Answer of a page's ``statement`` (:func:`page_of`'s columns,
+    then what :func:`with_small_metadata` adds); ``counting``: the
+    statement counting the total when the row does not hold it."""
     row = fetch_row(store, statement)
     count, rids, raw, top = row[:4]
     rids = rids or []
@@ -316,7 +324,7 @@ def _page_answer(store, statement):
         top = raw[0] if raw else 0
     # normalized by the best score of every match, not of the page
     scores = Scores(dict(zip(rids, raw or [])), top or 0)
-    answer = Answer(rids, count, scores)
+    answer = Answer(rids, count, scores, counting=counting)
     keep_first_metadata(store, answer, row[4:])
     return answer
 
@@ -359,7 +367,7 @@ class TextRelevance(Plan):
 
     def answer(self, store):
         if self.window is not None:
-            return _page_answer(store, self.statement)
+            return page_answer(store, self.statement)
         row = fetch_row(store, self.statement)
         count, rids, raw = row[:3]
         ordered, scores = by_relevance(rids, raw)
@@ -380,4 +388,4 @@ class RelevancePage(Plan):
             window)
 
     def answer(self, store):
-        return _page_answer(store, self.statement)
+        return page_answer(store, self.statement)

@@ -124,14 +124,25 @@ class KeptWord(KeptPostings):
     statement asks itself of the word's kept frequency: an uncorrelated
     sub-select, evaluated once, as the names are (:meth:`guard`)."""
 
-    def __init__(self, cid, name, word, score, idf, rows=None):
+    def __init__(self, cid, name, word, score, idf, rows=None,
+                 dl_at_most=None):
         super().__init__(cid, name, [word], None, score, idf)
         self.rows = rows
+        #: ``dl_at_most(count, least)``: the longest document in which the
+        #: word counted ``count`` times (SQL) scores at least ``least``
+        #: (SQL, a score), as SQL; None when unknown
+        self.dl_at_most = dl_at_most
 
     def beside(self, rows):
         """The same word beside hot conditions keeping ``rows`` rows."""
         return KeptWord(self.cid, self.name, self.words[0], self.word_score,
-                        self.idf, rows)
+                        self.idf, rows, self.dl_at_most)
+
+    def at(self):
+        """The word's postings ``h`` (SQL: a condition): one range of the
+        postings' B-tree."""
+        return q("h.cid = {} AND h.name = {} AND h.word = {} COLLATE \"C\"",
+                 literal(int(self.cid)), self.name, self.words[0])
 
     def guard(self):
         """Whether the postings are kept and, beside hot conditions, the
@@ -175,8 +186,15 @@ def kept_word(index_id, node, qc, cid, mode="okapi"):
     scorer = _okapi(index_id, node, qc)
     score = q("floor({} * w.idf + {})",
               scorer.tf(q("h.tf"), q("h.dl::float8")), _HALF_SQL)
+
+    def dl_at_most(count, least):
+        # floor(tf * idf + 0.5) >= least  <=>  tf >= (least - 0.5) / idf
+        # (``least`` a whole number, idf above 0)
+        return scorer.dl_at_most(count, q("(({} - {}) / w.idf)", least,
+                                          _HALF_SQL))
+
     return KeptWord(cid, scorer.name, node.lex, score,
-                    scorer.word_idf_sql(node.lex))
+                    scorer.word_idf_sql(node.lex), dl_at_most=dl_at_most)
 
 
 def _union_of_words(node):

@@ -403,6 +403,14 @@ class _Scorer:
                  f, _K1_PLUS1_SQL, f, _K1_SQL, _B_FROM1_SQL, _B_SQL, dl,
                  self.meandl_sql)
 
+    def dl_at_most(self, f, least):
+        """The longest document (SQL, a float) in which a word counted
+        ``f`` times has a :meth:`tf` of at least ``least`` (SQL, above
+        0): :meth:`tf` solved for the length, which it falls with."""
+        return q("({} * ((({} * {} / {}) - {}) / {} - {}) / {})",
+                 self.meandl_sql, _K1_PLUS1_SQL, f, least, f, _K1_SQL,
+                 _B_FROM1_SQL, _B_SQL)
+
     def idf(self, df):
         # inverse_doc_frequency() * 1024.0
         return q("(ln({} + {} / ({})::float8) * {})",

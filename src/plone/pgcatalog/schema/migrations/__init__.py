@@ -34,6 +34,7 @@ from plone.pgcatalog.schema.migrations import v0004_free_key_counts
 from plone.pgcatalog.schema.migrations import v0005_text_totals
 from plone.pgcatalog.schema.migrations import v0006_word_frequencies
 from plone.pgcatalog.schema.migrations import v0007_postings
+from plone.pgcatalog.schema.migrations import v0008_postings_by_count
 from plone.pgcatalog.schema.migrations.step import Step
 
 #: pg_advisory_xact_lock key: one process at a time creates or migrates
@@ -63,7 +64,8 @@ CREATE = Step(BASELINE, "create the catalog tables (baseline)",
 #: its own)
 STEPS = (v0002_language_text.STEP, v0003_hot_unkeyed.STEP,
          v0004_free_key_counts.STEP, v0005_text_totals.STEP,
-         v0006_word_frequencies.STEP, v0007_postings.STEP)
+         v0006_word_frequencies.STEP, v0007_postings.STEP,
+         v0008_postings_by_count.STEP)
 
 #: the schema version this release works with
 SCHEMA_VERSION = STEPS[-1].version if STEPS else BASELINE

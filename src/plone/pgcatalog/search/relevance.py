@@ -93,8 +93,14 @@ def kept_word_or(kept, condition, where, rank, source):
     the text rows ``tr``): a common word beside the anonymous filters
     (more_queries' TG, 12,542 rows of 100,000 entries) reads its postings
     from one B-tree range without a text row."""
-    return kept_or(kept, condition, _scored(
-        q("{} AND NOT {}", where, kept.guard()), rank, source, TEXT_RID))
+    return kept_or(kept, condition, word_rows(kept, where, rank, source))
+
+
+def word_rows(kept, where, rank, source):
+    """The statement (``rid``, ``score``) of :func:`kept_word_or`'s text
+    rows: nothing while the word's postings are read (``kept.guard()``)."""
+    return _scored(q("{} AND NOT {}", where, kept.guard()), rank, source,
+                   TEXT_RID)
 
 
 def kept_postings_or(kept, condition, source, where):

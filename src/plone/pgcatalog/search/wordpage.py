@@ -116,14 +116,14 @@ def best_postings(kept, condition, window):
 class KeptWordPage(Plan):
     """A page of a single word by relevance: its best postings
     (:func:`best_postings`) when the statement finds them kept
-    (``kept.guard()``), else every match of ``matches`` (``tr``: the
-    word's postings or its text rows, relevance.kept_word_or) scored; the
-    total counted from ``matches`` when read."""
+    (``kept.guard()``), else every match of its text rows (``rows``:
+    relevance.word_rows) scored; the total counted from ``matches``
+    (``tr``: the word's postings or its text rows,
+    relevance.kept_word_or) when read."""
 
-    def __init__(self, kept, condition, matches, window):
+    def __init__(self, kept, condition, matches, window, rows):
         guard = kept.guard()
-        every = relevance.page_of(
-            q("SELECT tr.rid, tr.score FROM {}", matches), window)
+        every = relevance.page_of(rows, window)
         page = q("SELECT * FROM ({}) b WHERE {} UNION ALL SELECT * FROM "
                  "({}) a WHERE NOT {}",
                  best_postings(kept, condition, window), guard, every,

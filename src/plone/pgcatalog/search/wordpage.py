@@ -9,9 +9,10 @@ count shortest document first.  So the best ``k`` postings (``k`` = the
 page's start + its size) are found in two reads of that B-tree:
 
 1. for each count the word has (found by skipping from count to count),
-   the first ``k`` postings meeting the search's conditions: at least
-   ``k`` postings, so the ``k``-th best score among them, ``least``, is at
-   most the ``k``-th best of all;
+   the first ``k`` postings meeting the search's conditions: together at
+   least ``k`` postings (when there are as many), so the ``k``-th best
+   score among them, ``least``, is at most the ``k``-th best of all (with
+   fewer, ``least`` is no bound and the second read takes every match);
 2. for each count, every posting meeting the conditions whose score is at
    least ``least``: those of a length up to the longest scoring that much
    (:meth:`~plone.pgcatalog.indexes.text.postings.KeptWord.dl_at_most`),

@@ -475,13 +475,12 @@ def kept_word_plan(kept, text, cid, condition, source, page):
     ``condition`` (over the hot row's names), or, when the statement finds
     them not kept, from its text rows ``source`` (``tr``) meeting it; a
     page from its best postings (wordpage.py)."""
-    where = and_(q("tr.cid = {}", cid), text.condition("tr"), condition)
-    matches = relevance.kept_word_or(kept, condition, where,
-                                     text.rank("tr"), source)
+    rows = relevance.word_rows(
+        kept, and_(q("tr.cid = {}", cid), text.condition("tr"), condition),
+        text.rank("tr"), source)
+    matches = relevance.kept_word_or(kept, condition, rows)
     if wordpage.reaches(page) and kept.dl_at_most is not None:
-        return wordpage.KeptWordPage(
-            kept, condition, matches, page, relevance.word_rows(
-                kept, where, text.rank("tr"), source))
+        return wordpage.KeptWordPage(kept, condition, matches, page, rows)
     return relevance.TextRelevance(
         TRUE, relevance.POSTINGS_SCORE, source=matches,
         rid=relevance.TEXT_RID, window=page)

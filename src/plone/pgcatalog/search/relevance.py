@@ -85,20 +85,21 @@ def kept_or(kept, condition, fallback):
     return q("(({}) UNION ALL ({})) tr", kept.statement(condition), fallback)
 
 
-def kept_word_or(kept, condition, where, rank, source):
+def kept_word_or(kept, condition, rows):
     """The matches ``tr`` of a single word read from its kept postings
     meeting ``condition`` (``kept``: a postings.KeptWord), or, in a
-    database that does not keep them, matched and scored on its text rows
-    as :class:`TextRelevance` does (``where``, ``rank`` over ``source``,
-    the text rows ``tr``): a common word beside the anonymous filters
+    database that does not keep them, its text rows' (``rows``:
+    :func:`word_rows`): a common word beside the anonymous filters
     (more_queries' TG, 12,542 rows of 100,000 entries) reads its postings
     from one B-tree range without a text row."""
-    return kept_or(kept, condition, word_rows(kept, where, rank, source))
+    return kept_or(kept, condition, rows)
 
 
 def word_rows(kept, where, rank, source):
-    """The statement (``rid``, ``score``) of :func:`kept_word_or`'s text
-    rows: nothing while the word's postings are read (``kept.guard()``)."""
+    """The statement (``rid``, ``score``) of a single word matched and
+    scored on its text rows as :class:`TextRelevance` does (``where``,
+    ``rank`` over ``source``, the text rows ``tr``): nothing while the
+    word's postings are read (``kept.guard()``)."""
     return _scored(q("{} AND NOT {}", where, kept.guard()), rank, source,
                    TEXT_RID)
 

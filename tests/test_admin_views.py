@@ -148,7 +148,8 @@ class TestAdminViews(unittest.TestCase):
                                        "pgcatalog_langtext",
                                        "pgcatalog_text_totals",
                                        "pgcatalog_text_df",
-                                       "pgcatalog_postings"})
+                                       "pgcatalog_postings",
+                                       "pgcatalog_langpostings"})
         self.assertRegex(" ".join(tables["pgcatalog_entries"]),
                          r"\d+ (bytes|kB|MB)")
 

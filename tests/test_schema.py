@@ -99,7 +99,8 @@ def describe(conn):
         "triggers": rows(
             "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE "
             "tgrelid IN ('pgcatalog_entries'::regclass, "
-            "'pgcatalog_hot'::regclass, 'pgcatalog_text'::regclass) AND NOT "
+            "'pgcatalog_hot'::regclass, 'pgcatalog_text'::regclass, "
+            "'pgcatalog_langtext'::regclass) AND NOT "
             "tgisinternal"),
         "functions": rows(
             "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = "
@@ -142,7 +143,7 @@ def test_fresh_database_is_the_documented_layout(fresh):
         "pgcatalog_hot_free_sets", "pgcatalog_langtext",
         "pgcatalog_hot_key_counts", "pgcatalog_text_totals",
         "pgcatalog_text_df", "pgcatalog_postings",
-        "pgcatalog_postings_names"])
+        "pgcatalog_postings_names", "pgcatalog_langpostings"])
     assert set(tables["pgcatalog_entries"].split(",")) == {
         "autovacuum_analyze_scale_factor=0.02",
         "autovacuum_vacuum_scale_factor=0.05", "fillfactor=100",
@@ -167,8 +168,14 @@ def test_fresh_database_is_the_documented_layout(fresh):
     assert sorted(r[0] for r in fresh["triggers"]) == [
         "pgcatalog_entries_hot", "pgcatalog_entries_hot_update",
         "pgcatalog_hot_count_delete", "pgcatalog_hot_count_insert",
-        "pgcatalog_hot_count_update", "pgcatalog_hot_postings_delete",
+        "pgcatalog_hot_count_update", "pgcatalog_hot_langpostings_delete",
+        "pgcatalog_hot_langpostings_insert",
+        "pgcatalog_hot_langpostings_update",
+        "pgcatalog_hot_postings_delete",
         "pgcatalog_hot_postings_insert", "pgcatalog_hot_postings_update",
+        "pgcatalog_langtext_postings_delete",
+        "pgcatalog_langtext_postings_insert",
+        "pgcatalog_langtext_postings_update",
         "pgcatalog_text_postings_delete", "pgcatalog_text_postings_insert",
         "pgcatalog_text_postings_update", "pgcatalog_text_totals_delete",
         "pgcatalog_text_totals_insert", "pgcatalog_text_totals_update",
@@ -781,3 +788,72 @@ def test_upgrade_keeps_postings(conn):
         ("SearchableText",)]
     with pytest.raises(ValueError):
         postings.keep_statements([""])
+
+
+#: the language postings that differ from their language rows (schema
+#: version 9): none when the triggers kept them
+LANGPOSTINGS_OFF = """
+WITH a AS (
+    SELECT l.cid, l.name, l.config, u.lexeme AS word, l.rid,
+           coalesce((SELECT sum(CASE w WHEN 'A' THEN 10 WHEN 'B' THEN 4
+                                  WHEN 'C' THEN 2 ELSE 1 END)
+                     FROM unnest(u.weights) w), 1)::integer AS tf,
+           length(l.tsv) AS dl, h.sid, h.lo, h.hi, h.rng
+    FROM pgcatalog_langtext l
+    CROSS JOIN LATERAL unnest(l.tsv) u
+    LEFT JOIN pgcatalog_hot h ON h.rid = l.rid),
+p AS (SELECT cid, name, config, word, rid, tf, dl, sid, lo, hi, rng
+      FROM pgcatalog_langpostings)
+(SELECT 'missing', * FROM (SELECT * FROM a EXCEPT ALL SELECT * FROM p) m)
+UNION ALL
+(SELECT 'extra', * FROM (SELECT * FROM p EXCEPT ALL SELECT * FROM a) x)"""
+
+
+def test_upgrade_keeps_language_postings(conn):
+    """Schema version 9: the postings of the language rows, filled by the
+    step and kept by the triggers as language rows come, change and go and
+    as the hot rows' key sets change, and rolled back."""
+    load(conn, os.path.join(os.path.dirname(__file__), "old_schemas",
+                            "v8.sql"))
+    languages = conn.execute(
+        "SELECT count(*) FROM pgcatalog_langtext").fetchone()[0]
+    assert languages > 0
+    migrations.apply(conn)
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    assert conn.execute(
+        "SELECT count(*) FROM pgcatalog_langpostings").fetchone()[0] > 0
+    conn.execute(
+        "INSERT INTO pgcatalog_entries (cid, path, depth, idx) VALUES "
+        "(1, '/plone/x1', 2, '{\"portal_type\": \"Document\"}')")
+    words = ("SELECT p.word, p.tf, p.dl, p.sid IS NOT NULL FROM "
+             "pgcatalog_langpostings p JOIN pgcatalog_entries e ON e.rid = "
+             "p.rid WHERE e.path = '/plone/x1' ORDER BY 1")
+    conn.execute(
+        "INSERT INTO pgcatalog_langtext (rid, cid, name, config, tsv) "
+        "SELECT rid, 1, 'SearchableText', 'pgcatalog_english', "
+        "setweight(to_tsvector('simple', 'oak'), 'A') || "
+        "to_tsvector('simple', 'oak elm') FROM pgcatalog_entries WHERE "
+        "path = '/plone/x1'")
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    # oak: A 10 and D 1 (no weight given: D); elm: D 1; two words
+    assert conn.execute(words).fetchall() == [
+        ("elm", 1, 2, True), ("oak", 11, 2, True)]
+    conn.execute("UPDATE pgcatalog_langtext SET tsv = to_tsvector('simple', "
+                 "'ash') WHERE rid = (SELECT rid FROM pgcatalog_entries "
+                 "WHERE path = '/plone/x1')")
+    assert conn.execute(words).fetchall() == [("ash", 1, 1, True)]
+    # a key set changed, the hot row gone (no key left)
+    conn.execute("UPDATE pgcatalog_entries SET idx = '{\"portal_type\": "
+                 "\"Event\"}' WHERE path = '/plone/x1'")
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    conn.execute("UPDATE pgcatalog_entries SET idx = '{}' WHERE path = "
+                 "'/plone/x1'")
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with conn.transaction():
+            conn.execute("DELETE FROM pgcatalog_langtext")
+            conn.execute("SELECT 1 / 0")
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    conn.execute("DELETE FROM pgcatalog_entries WHERE path = '/plone/x1'")
+    assert conn.execute(LANGPOSTINGS_OFF).fetchall() == []
+    assert conn.execute(words).fetchall() == []

@@ -60,7 +60,7 @@ def table_sizes(store):
          schema.HOT, schema.HOT_SETS, schema.HOT_COUNTS,
          schema.HOT_FREE_SETS, schema.HOT_KEY_COUNTS, schema.WORDS,
          schema.LANGTEXT, schema.TEXT_TOTALS, schema.TEXT_DF,
-         schema.POSTINGS]))]
+         schema.POSTINGS, schema.LANGPOSTINGS]))]
 
 
 def entries_page(store, prefix, b_start, b_size):

@@ -91,7 +91,8 @@ def analyze(dsn):
                 schema.TEXT_TABLE, schema.HOT_TABLE, schema.HOT_SETS_TABLE,
                 schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
                 schema.HOT_KEY_COUNTS_TABLE, schema.TEXT_TOTALS_TABLE,
-                schema.TEXT_DF_TABLE, schema.POSTINGS_TABLE])))
+                schema.TEXT_DF_TABLE, schema.POSTINGS_TABLE,
+                schema.LANGPOSTINGS_TABLE])))
             entries = run(conn, q(
                 "SELECT greatest(reltuples, 0)::bigint FROM pg_class "
                 "WHERE oid = {}::regclass",
@@ -118,7 +119,8 @@ def vacuum_hot(dsn):
             run(conn, q("VACUUM (ANALYZE, SKIP_LOCKED) {}", join(", ", [
                 schema.HOT_TABLE, schema.HOT_SETS_TABLE,
                 schema.HOT_COUNTS_TABLE, schema.HOT_FREE_SETS_TABLE,
-                schema.HOT_KEY_COUNTS_TABLE, schema.POSTINGS_TABLE])))
+                schema.HOT_KEY_COUNTS_TABLE, schema.POSTINGS_TABLE,
+                schema.LANGPOSTINGS_TABLE])))
     except psycopg.Error:
         logger.warning("VACUUM of the hot rows' tables failed",
                        exc_info=True)

@@ -36,6 +36,12 @@ Layout (one set of tables per database, every row scoped by catalog
     the key set and range of the entry's hot row, under one B-tree: a
     prefix's matches beside the hot conditions read from it alone
     (schema version 7, :mod:`plone.pgcatalog.indexes.text.postings`).
+``pgcatalog_langpostings``
+    one row per word and language row: the word's weighted count, the
+    row's length and the entry's hot row's key set and range, under two
+    B-trees (by word; by entry): the matches and scores of a search by
+    language read without the rows' ``tsvector`` (schema version 9,
+    :class:`plone.pgcatalog.indexes.text.language.LanguagePostings`).
 ``pgcatalog_words``
     the lexicon: every word of the text rows, kept by a trigger.
 ``pgcatalog_commits``
@@ -116,6 +122,7 @@ TEXT_TOTALS = "pgcatalog_text_totals"
 TEXT_DF = "pgcatalog_text_df"
 POSTINGS = "pgcatalog_postings"
 POSTINGS_NAMES = "pgcatalog_postings_names"
+LANGPOSTINGS = "pgcatalog_langpostings"
 META_LAYOUTS = "pgcatalog_meta_layouts"
 
 #: the tables' names as SQL identifiers (composed into statements, never
@@ -144,6 +151,7 @@ TEXT_TOTALS_TABLE = ident(TEXT_TOTALS)
 TEXT_DF_TABLE = ident(TEXT_DF)
 POSTINGS_TABLE = ident(POSTINGS)
 POSTINGS_NAMES_TABLE = ident(POSTINGS_NAMES)
+LANGPOSTINGS_TABLE = ident(LANGPOSTINGS)
 
 #: the tables as statements name them, each with the one alias every
 #: statement gives it (``e.idx``, ``m.meta``, ``t.words``, ``h.keys``)

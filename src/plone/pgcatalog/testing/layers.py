@@ -37,7 +37,7 @@ _TABLES = (schema.CATALOGS, schema.ENTRIES, schema.META, schema.TEXT,
            schema.HOT_FREE_SETS, schema.HOT)
 #: emptied with them, filled again by the trigger of the rows restored
 _DERIVED = (schema.HOT_COUNTS, schema.HOT_KEY_COUNTS, schema.TEXT_TOTALS,
-            schema.TEXT_DF, schema.POSTINGS)
+            schema.TEXT_DF, schema.POSTINGS, schema.LANGPOSTINGS)
 
 
 def snapshot():

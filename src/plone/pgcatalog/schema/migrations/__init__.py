@@ -35,6 +35,7 @@ from plone.pgcatalog.schema.migrations import v0005_text_totals
 from plone.pgcatalog.schema.migrations import v0006_word_frequencies
 from plone.pgcatalog.schema.migrations import v0007_postings
 from plone.pgcatalog.schema.migrations import v0008_postings_by_count
+from plone.pgcatalog.schema.migrations import v0009_language_postings
 from plone.pgcatalog.schema.migrations.step import Step
 
 #: pg_advisory_xact_lock key: one process at a time creates or migrates
@@ -65,7 +66,7 @@ CREATE = Step(BASELINE, "create the catalog tables (baseline)",
 STEPS = (v0002_language_text.STEP, v0003_hot_unkeyed.STEP,
          v0004_free_key_counts.STEP, v0005_text_totals.STEP,
          v0006_word_frequencies.STEP, v0007_postings.STEP,
-         v0008_postings_by_count.STEP)
+         v0008_postings_by_count.STEP, v0009_language_postings.STEP)
 
 #: the schema version this release works with
 SCHEMA_VERSION = STEPS[-1].version if STEPS else BASELINE

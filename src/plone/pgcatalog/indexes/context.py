@@ -91,18 +91,23 @@ class TextRow:
     ``cid`` and their scores read word by word (``postings.Postings``), or
     None (only a union of many words has them); ``kept_word(cid)``: the
     matches of a single word and their scores read from the postings kept
-    for the index (``postings.KeptWord``), or None; ``name``: the index's
+    for the index (``postings.KeptWord``), or None;
+    ``language_postings(cid)``: the matches and scores of a search by
+    language read from its postings (``language.LanguagePostings``), or
+    None; ``name``: the index's
     id (whose postings the database may keep); ``table``: the rows' table
     (``pgcatalog_text``, or ``pgcatalog_langtext`` for an index searched
     by language), whose rows have ``rid`` and ``cid``."""
 
     def __init__(self, condition, columns, row_score, postings=None,
-                 table=schema.TEXT_TABLE, kept_word=None, name=None):
+                 table=schema.TEXT_TABLE, kept_word=None, name=None,
+                 language_postings=None):
         self.condition = condition
         self.columns = columns
         self.row_score = row_score
         self.postings = postings or (lambda cid: None)
         self.kept_word = kept_word or (lambda cid: None)
+        self.language_postings = language_postings or (lambda cid: None)
         self.name = name
         self.table = table
 

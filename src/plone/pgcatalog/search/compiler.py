@@ -378,7 +378,11 @@ def text_relevance(conditions, store, window, qc):
     (``Postings.pays``): hot ones (the sets' kept counts, read with their
     ids), or conditions on the entries but a path (PostgreSQL's estimate:
     a language keeps most documents; beside a folder, which may hold few,
-    the union is matched there and scored row by row)."""
+    the union is matched there and scored row by row).
+
+    A search by language of words joined by AND, or of a prefix or words
+    joined by OR, alone or beside hot conditions, reads its matches and
+    scores from the language rows' postings (language.LanguagePostings)."""
     texts = [c.text for c in conditions if c.text is not None]
     if len(texts) != 1:
         return None
@@ -392,6 +396,8 @@ def text_relevance(conditions, store, window, qc):
     if kept is not None and \
             text.name not in textstats.postings_named(store):
         kept = None
+    # a search by language whose matches its postings give
+    lang = text.language_postings(cid)
     # the other conditions; one every entry meets (the site root's path,
     # which plone.restapi's search adds) is left out
     others = [c for c in conditions if c.text is None and not c.everywhere]
@@ -409,6 +415,10 @@ def text_relevance(conditions, store, window, qc):
         if kept is not None:
             return kept_word_plan(kept, text, cid, TRUE,
                                   relevance.text_alone(text.table), page)
+        if lang is not None:
+            return relevance.TextRelevance(
+                TRUE, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
+                window=page, source=relevance.postings(lang.statement(TRUE)))
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             source=relevance.text_rows(text.table), window=page)
@@ -448,6 +458,13 @@ def text_relevance(conditions, store, window, qc):
             return kept_word_plan(kept.beside(row[1]), text, cid,
                                   hot.where(cid, hot_others, ids=ids),
                                   relevance.text_hot(text.table), page)
+        if lang is not None:
+            # (the postings hold the hot row's set and range under the hot
+            # row's names)
+            return relevance.TextRelevance(
+                TRUE, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
+                window=page, source=relevance.postings(lang.statement(
+                    hot.where(cid, hot_others, ids=ids))))
     elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page,
                                        qc)

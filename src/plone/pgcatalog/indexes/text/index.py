@@ -259,15 +259,16 @@ class PGZCTextIndex(PGIndex, ZCTextIndex):
             return NO_MATCH
         configs = settings.configs_for(qc.languages)
         texts = qc.text_queries(language.queries_sql(tree, configs))
-        queries = [(config, text) for config, text in zip(configs, texts)
-                   if text]
+        queries = language.language_queries(configs, texts)
         if not queries:
             return NO_MATCH
         name = self.getId()
         qc.add_rank(language.rank_sql(name, queries))
         # the same over the language row itself (a search by relevance
-        # reads its matches and scores there)
-        qc.text_rows.append(language.text_row(name, queries))
+        # reads its matches and scores there, or from the postings)
+        qc.text_rows.append(language.text_row(
+            name, queries, lambda cid: language.postings_of(cid, name,
+                                                          queries)))
         return language.exists_sql(q("e.rid"), name, queries)
 
     def pgc_rank_sql(self, node, qc=None, row=False):

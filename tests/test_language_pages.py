@@ -109,6 +109,9 @@ class TestLanguagePages(ManagerWithoutCache):
             "SELECT DISTINCT p.sid = h.sid FROM {} p JOIN {} h ON h.rid = "
             "p.rid", schema.LANGPOSTINGS_TABLE, schema.HOT_TABLE))
         self.assertEqual(sids, [(True,)])
+        # back to exact: the language rows and their postings go
+        self.catalog.pgc_exact_text("SearchableText")
+        self.assertEqual(self.postings(), ({}, {}))
 
     def test_the_score_adds_up_per_word(self):
         # one word: its share; two words: the sum of the shares

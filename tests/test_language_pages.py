@@ -141,7 +141,9 @@ class TestLanguagePages(ManagerWithoutCache):
                      "effectiveRange": DateTime()}
         found = []
         for text in ("maple", "oak", "maple oak", "maple AND oak AND cedar",
-                     "mapl*", "ma*", "maple OR oak", "oak OR ced*"):
+                     "mapl*", "ma*", "maple OR oak", "oak OR ced*",
+                     "mapl* AND oa*", "ma* AND map*", "maple AND ced*",
+                     "(maple OR oak) AND ced*"):
             for extra in ({}, {"portal_type": "Document"}, anonymous):
                 found.append(dict(extra, SearchableText=text))
         return found
@@ -157,8 +159,9 @@ class TestLanguagePages(ManagerWithoutCache):
                 found.actual_result_count, sent)
 
     def test_matches_and_scores_from_the_postings(self):
-        """Words joined by AND, words and prefixes joined by OR: the
-        matches and scores read from the postings, every match and every
+        """Groups joined by AND, each words and prefixes joined by OR
+        (words joined by AND, a glob, Plone's ``a* AND b*``): the matches
+        and scores read from the postings, every match and every
         page, alone and beside hot conditions, equal those of the
         language rows scored one by one (their postings then looked up by
         entry)."""
@@ -189,8 +192,9 @@ class TestLanguagePages(ManagerWithoutCache):
         self.assertGreater(ties, 10)
 
     def test_other_queries_from_the_rows(self):
-        # NOT, phrases, a glob beside a word: matched on the language rows
-        for text in ("maple AND NOT oak", '"maple oak"', "maple AND ced*"):
+        # NOT, phrases: matched on the language rows
+        for text in ("maple AND NOT oak", '"maple oak"',
+                     "maple OR (oak AND cedar)"):
             got, _total, sent = self.searched({"SearchableText": text,
                                                "b_size": 3})
             search = [st for st in sent if "array_agg" in st][0]
@@ -226,3 +230,18 @@ class TestLanguagePages(ManagerWithoutCache):
                 self.assertEqual(total, rows_total, asked)
                 checked += bool(got)
         self.assertGreater(checked, 20)
+
+    def test_groups_of_a_query(self):
+        groups = language._groups
+        self.assertEqual(groups("'a'"), [(["a"], [])])
+        self.assertEqual(groups("'a' & 'b'"), [(["a"], []), (["b"], [])])
+        self.assertEqual(groups("'a':* | 'b'"), [(["b"], ["a"])])
+        self.assertEqual(groups("( 'a':* | 'a':* ) & ( 'b' | 'c':* )"),
+                         [([], ["a"]), (["b"], ["c"])])
+        self.assertEqual(groups("'it''s' & 'a\\\\b'"),
+                         [(["it's"], []), (["a\\b"], [])])
+        # & binds tighter than |; NOT, phrases, nested groups: not groups
+        for text in ("'a' | 'b' & 'c'", "( 'a' | 'b' ) & 'c' | 'd'",
+                     "'a' & !'b'", "'a' <-> 'b'", "( 'a' & 'b' ) | 'c'",
+                     "( 'a' | 'b' ) | 'c'", "'a' & ( 'b' & 'c' | 'd' )"):
+            self.assertIsNone(groups(text), text)

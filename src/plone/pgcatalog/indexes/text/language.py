@@ -268,9 +268,6 @@ def queries_sql(tree, configs):
 #: its marks (``:*`` a prefix; weights)
 _LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(:[*A-D]*)?")
 _ESCAPE = re.compile(r"''|\\(.)", re.S)
-#: a tsquery of plain lexemes joined by AND (or one alone)
-_AND_OF_WORDS = re.compile(
-    r"^'(?:[^'\\]|''|\\.)*'(?: & '(?:[^'\\]|''|\\.)*')*$", re.S)
 #: a tsquery of lexemes and prefixes joined by OR (or one alone)
 _OR_OF_TERMS = re.compile(
     r"^'(?:[^'\\]|''|\\.)*'(?::\*)?"
@@ -285,10 +282,8 @@ def _unquote(text):
 class LanguageQuery:
     """A query in one configuration: ``text``, its tsquery's text;
     ``words``, ``prefixes``: the lexemes its positive part names, whole or
-    as prefixes (sorted, distinct), whose counts score a match; ``all_of``:
-    the lexemes when the query is only words joined by AND (a page by
-    relevance is then read from their postings: search/langpage.py), else
-    None."""
+    as prefixes (sorted, distinct), whose counts score a match;
+    ``groups``: its matches' shape when the postings can give them."""
 
     def __init__(self, config, text, positive):
         self.config = config
@@ -302,10 +297,60 @@ class LanguageQuery:
                 words.add(lexeme)
         self.words = sorted(words)
         self.prefixes = sorted(prefixes)
-        self.all_of = self.words if _AND_OF_WORDS.match(text) and \
-            not self.prefixes and self.words else None
-        #: the query is only words and prefixes joined by OR
-        self.any_of = bool(_OR_OF_TERMS.match(text.strip("()")))
+        #: the query as groups joined by AND, each words and prefixes
+        #: joined by OR (``[(words, prefixes)]``: Plone's search box sends
+        #: ``a* AND b*``), else None
+        self.groups = _groups(text)
+
+
+def _groups(text):
+    """``[(words, prefixes)]`` of a tsquery's text that is groups joined by
+    AND, each words and prefixes joined by OR (or one alone), else None."""
+    # split on the top level's " & " (outside quotes and parentheses)
+    parts, quoted, depth, start = [], False, 0, 0
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quoted:
+            if char == "\\":
+                i += 2
+                continue
+            if char == "'":
+                if text[i + 1:i + 2] == "'":
+                    i += 2
+                    continue
+                quoted = False
+        elif char == "'":
+            quoted = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif depth == 0 and text.startswith(" & ", i):
+            parts.append(text[start:i])
+            start = i + 3
+            i += 3
+            continue
+        i += 1
+    parts.append(text[start:])
+    groups = []
+    for part in parts:
+        part = part.strip()
+        if part.startswith("( ") and part.endswith(" )"):
+            part = part[2:-2]
+        elif len(parts) > 1 and not _LEXEME.fullmatch(part):
+            # ``a | b & c`` is ``a | (b & c)``: & binds tighter, a group
+            # of several terms beside & is in parentheses
+            return None
+        if not _OR_OF_TERMS.match(part):
+            return None
+        words, prefixes = set(), set()
+        for found in _LEXEME.finditer(part):
+            lexeme = _unquote(found.group(1))
+            (prefixes if "*" in (found.group(2) or "") else words).add(
+                lexeme)
+        groups.append((sorted(words), sorted(prefixes)))
+    return groups
 
 
 def language_queries(configs, texts):
@@ -442,28 +487,36 @@ def prefix_end(prefix):
     return None
 
 
+def _disjoint(words, prefixes):
+    """``(words, prefixes)`` without a prefix or word a shorter prefix
+    covers: their B-tree ranges do not overlap."""
+    kept = []
+    for prefix in sorted(prefixes):
+        if not any(prefix.startswith(p) for p in kept):
+            kept.append(prefix)
+    return ([w for w in words if not any(w.startswith(p) for p in kept)],
+            kept)
+
+
 class LanguagePostings:
     """The matches and scores of a search by language read from its
     postings (``pgcatalog_langpostings``, schema version 9), when its
-    query in one configuration is words joined by AND (``all_of``), or
-    words and prefixes joined by OR (a glob: the stems and the words as
-    written it begins): each word a B-tree range, each prefix one, none
-    overlapping (a word or prefix a shorter prefix covers is left out,
-    so that each of an entry's words is counted once, as
-    :func:`row_rank_sql` counts it)."""
+    query in one configuration is groups joined by AND, each words and
+    prefixes joined by OR (``LanguageQuery.groups``: words joined by AND,
+    a glob's stems and words as written, Plone's ``a* AND b*``); each of
+    an entry's words is counted once, as :func:`row_rank_sql` counts
+    it."""
 
     def __init__(self, cid, name, query):
         self.cid = int(cid)
         self.name = name
         self.config = query.config
-        self.all_of = query.all_of is not None
-        prefixes = []
-        for prefix in sorted(query.prefixes):
-            if not any(prefix.startswith(p) for p in prefixes):
-                prefixes.append(prefix)
-        self.prefixes = prefixes
-        self.words = [w for w in query.words
-                      if not any(w.startswith(p) for p in prefixes)]
+        self.groups = [_disjoint(words, prefixes)
+                       for words, prefixes in query.groups]
+        #: words joined by AND only
+        self.all_of = all(len(words) == 1 and not prefixes
+                          for words, prefixes in self.groups)
+        self.words = sorted({w for words, _p in self.groups for w in words})
 
     def statement(self, condition):
         """``SELECT rid, score`` of every match whose postings ``h`` meet
@@ -495,23 +548,34 @@ class LanguagePostings:
                     q("{}.tf", alias), q("{}.dl", alias)))
             return q("SELECT w0.rid, ({})::float8 AS score FROM {}", total,
                      joined)
-        ranges = []
-        if self.words:
-            ranges.append(q("h.word = ANY({}::text[])", param(self.words)))
-        for prefix in self.prefixes:
-            end = prefix_end(prefix)
-            if end is None:
-                ranges.append(q("h.word >= {}", param(prefix)))
-            else:
-                ranges.append(q("h.word >= {} AND h.word < {}",
-                                param(prefix), param(end)))
-        parts = [q("SELECT h.rid, h.word, {} AS share FROM {} h WHERE {} "
-                   "AND {} AND {}", share, schema.LANGPOSTINGS_TABLE, at,
-                   where, condition)
-                 for where in ranges]
-        return q("SELECT u.rid, (sum(u.share ORDER BY u.word))::float8 AS "
-                 "score FROM ({}) u GROUP BY u.rid",
-                 join(" UNION ALL ", parts))
+        parts = []
+        for group, (words, prefixes) in enumerate(self.groups):
+            ranges = []
+            if words:
+                ranges.append(q("h.word = ANY({}::text[])", param(words)))
+            for prefix in prefixes:
+                end = prefix_end(prefix)
+                if end is None:
+                    ranges.append(q("h.word >= {}", param(prefix)))
+                else:
+                    ranges.append(q("h.word >= {} AND h.word < {}",
+                                    param(prefix), param(end)))
+            parts.extend(
+                q("SELECT h.rid, h.word, {} AS share, {} AS g FROM {} h "
+                  "WHERE {} AND {} AND {}", share, literal(1 << group),
+                  schema.LANGPOSTINGS_TABLE, at, where, condition)
+                for where in ranges)
+        union = join(" UNION ALL ", parts)
+        if len(self.groups) == 1:
+            # (one group: its ranges do not overlap)
+            return q("SELECT u.rid, (sum(u.share ORDER BY u.word))::float8 "
+                     "AS score FROM ({}) u GROUP BY u.rid", union)
+        # a word in several groups' ranges counted once; every group met
+        return q("SELECT x.rid, (sum(x.share ORDER BY x.word))::float8 AS "
+                 "score FROM (SELECT u.rid, u.word, min(u.share) AS share, "
+                 "bit_or(u.g) AS g FROM ({}) u GROUP BY u.rid, u.word) x "
+                 "GROUP BY x.rid HAVING bit_or(x.g) = {}", union,
+                 literal((1 << len(self.groups)) - 1))
 
 
 class EachLanguage:
@@ -530,10 +594,9 @@ class EachLanguage:
 def postings_of(cid, name, queries):
     """The :class:`LanguagePostings` of a search (``queries``: its
     :class:`LanguageQuery` list, one per configuration) whose query is
-    words joined by AND, or words and prefixes joined by OR, in each
+    groups joined by AND, each words and prefixes joined by OR, in each
     configuration (:class:`EachLanguage` for several); else None."""
-    if not all(query.all_of is not None or query.any_of
-               for query in queries):
+    if not all(query.groups for query in queries):
         return None
     parts = [LanguagePostings(cid, name, query) for query in queries]
     return parts[0] if len(parts) == 1 else EachLanguage(parts)

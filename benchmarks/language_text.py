@@ -27,7 +27,9 @@ The queries (more_queries.py's, words from the site's vocabulary):
 * TW: one common word, same filters, every match;
 * TG: a word with a ``*`` + filters + four types, a page of 10;
 * TT: two words + type + state, every match;
-* LP: a phrase of two words beside the anonymous filters, a page of 10.
+* LP: a phrase of two words beside the anonymous filters, a page of 10;
+* LG: the two words as Plone's search box sends them (``a* AND b*``),
+  beside the same filters, a page of 10.
 """
 import json
 import statistics
@@ -46,6 +48,10 @@ def queries(plan):
     phrase = dict(found["TP"])
     phrase["SearchableText"] = '"%s %s"' % (w[29], w[79])
     found["LP"] = phrase
+    # two words as Plone's search box sends them (each a prefix, AND)
+    typed = dict(found["TP"])
+    typed["SearchableText"] = "%s* AND %s*" % (w[29], w[79])
+    found["LG"] = typed
     return found
 
 

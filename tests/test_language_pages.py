@@ -231,6 +231,22 @@ class TestLanguagePages(ManagerWithoutCache):
                 checked += bool(got)
         self.assertGreater(checked, 20)
 
+    def test_many_ranges_from_the_rows(self):
+        # a query of many prefixes is matched on the language rows (a
+        # statement of as many ranges would take long to plan)
+        text = " OR ".join(["mapl*"] + ["zz%02d*" % n for n in range(40)])
+        got, _total, sent = self.searched({"SearchableText": text,
+                                           "b_size": 3})
+        self.assertTrue(got)
+        search = [st for st in sent if "array_agg" in st][0]
+        self.assertIn("pgcatalog_langtext", search)
+        with unittest.mock.patch.object(language, "MAX_RANGES", 100):
+            also, _total, sent = self.searched({"SearchableText": text,
+                                                "b_size": 3})
+        self.assertNotIn("pgcatalog_langtext", [
+            st for st in sent if "array_agg" in st][0])
+        self.assertEqual(also, got)
+
     def test_groups_of_a_query(self):
         groups = language._groups
         self.assertEqual(groups("'a'"), [(["a"], [])])

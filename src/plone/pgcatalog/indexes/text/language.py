@@ -578,6 +578,12 @@ class LanguagePostings:
                  literal((1 << len(self.groups)) - 1))
 
 
+#: a search reading more B-tree ranges of postings than this (its
+#: prefixes, and its words' lists, over its groups and configurations) is
+#: matched on the language rows instead
+MAX_RANGES = 32
+
+
 class EachLanguage:
     """The matches and scores of a search in several configurations read
     from the postings: each configuration's (an entry is parsed in one
@@ -597,6 +603,12 @@ def postings_of(cid, name, queries):
     groups joined by AND, each words and prefixes joined by OR, in each
     configuration (:class:`EachLanguage` for several); else None."""
     if not all(query.groups for query in queries):
+        return None
+    ranges = sum(bool(words) + len(prefixes) for query in queries
+                 for words, prefixes in query.groups)
+    if ranges > MAX_RANGES:
+        # (a statement of that many ranges costs more to plan than the
+        # language rows' GIN index costs to read)
         return None
     parts = [LanguagePostings(cid, name, query) for query in queries]
     return parts[0] if len(parts) == 1 else EachLanguage(parts)

@@ -407,21 +407,10 @@ def word_score_sql(tf, dl):
     ``t * (k1 + 1) / (t + k1)`` for its weighted count ``t`` (``tf``
     tenths), divided by ``1 + ln(dl)``, the entry's number of words
     (``dl``, at least 1).  It rises with the count and falls with the
-    length: a page can be read from the postings in that order
-   ."""
+    length."""
     return q("(({}::float8 / 10) * {} / ({}::float8 / 10 + {}) / (1 + "
              "ln(greatest({}, 1)::float8)))", tf, q("%r::float8" % (K1 + 1)),
              tf, q("%r::float8" % K1), dl)
-
-
-def longest_scoring_sql(tf, least):
-    """The greatest length ``dl`` whose entry scores at least ``least``
-    (float8, above 0) for a word counted ``tf`` tenths: ``exp(g / least -
-    1)`` (:func:`word_score_sql` solved for ``dl``), capped so that it
-    stays a number (a bound; the score is compared after)."""
-    return q("exp(least(({}::float8 / 10) * {} / ({}::float8 / 10 + {}) / "
-             "{} - 1, 40::float8))", tf, q("%r::float8" % (K1 + 1)), tf,
-             q("%r::float8" % K1), least)
 
 
 def row_rank_sql(queries, alias="l"):
@@ -529,10 +518,10 @@ class LanguagePostings:
                literal(self.cid), literal(self.name), literal(self.config))
         share = word_score_sql(q("h.tf"), q("h.dl"))
         if self.all_of:
-            # (each word's postings read alone: looked up by entry instead,
+            # each word's postings read alone, their shares computed for
+            # the matches only, after the join (looked up by entry instead,
             # one word's for each of the other's, estimated at a twentieth
             # of their number: 72 instead of 20 ms at 100,000 entries)
-            # (the shares computed for the matches only, after the join)
             parts = [q("(SELECT h.rid, h.tf, h.dl FROM {} h WHERE {} AND "
                        "h.word = {} AND {} OFFSET 0) {}",
                        schema.LANGPOSTINGS_TABLE, at, param(word),

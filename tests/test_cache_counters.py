@@ -261,6 +261,58 @@ class TestInvalidation(unittest.TestCase):
         self.assertEqual(len(found), 44)
         self.assertEqual(sum(len(w) for w in read), 44 - 32)
 
+    def decoded(self, func):
+        """``(func(), rids whose brain values were decoded from their
+        metadata text)``."""
+        from plone.pgcatalog.search import results
+        decoded = []
+        original = results.brain_values
+
+        def brain_values(names, meta, decoder=None):
+            if decoder is not None and meta:
+                decoded.append(meta.get("getId"))
+            return original(names, meta, decoder)
+
+        results.brain_values = brain_values
+        try:
+            return func(), decoded
+        finally:
+            results.brain_values = original
+
+    def test_brains_are_decoded_once_per_metadata_text(self):
+        # a listing read again after an edit (its metadata with the
+        # search, or in windows) decodes the new and the changed brains
+        # only: the others' values are those of the same text kept in
+        # the process, whichever answer read it
+        for n in range(3, 43):
+            self.portal.invokeFactory("Document", "d%d" % n,
+                                      title="Doc %02d" % n)
+        processQueue()
+        transaction.commit()
+        listing = dict(portal_type="Document", sort_on="sortable_title")
+        other = dict(portal_type=["Document", "News Item"],
+                     sort_on="getId")
+        first, decoded = self.decoded(lambda: self.titles(**listing))
+        self.assertEqual(len(first), 43)
+        self.assertEqual(len(decoded), 43)
+        transaction.abort()
+        # another answer of the same brains: decoded already
+        found, decoded = self.decoded(lambda: self.titles(**other))
+        self.assertEqual((len(found), decoded), (44, ["news"]))
+        transaction.abort()
+        for _round in range(2):
+            self.portal.invokeFactory("Document", "new%d" % _round,
+                                      title="Zz new")
+            self.edit("d%d" % (40 + _round), Title="Zz renamed")
+            found, decoded = self.decoded(lambda: [
+                (b.getId, b.Title) for b in
+                self.catalog.unrestrictedSearchResults(**listing)])
+            self.assertEqual(len(found), 44 + _round)
+            self.assertIn(("d%d" % (40 + _round), "Zz renamed"), found)
+            self.assertEqual(sorted(decoded),
+                             ["d%d" % (40 + _round), "new%d" % _round])
+            transaction.abort()
+
     def test_the_change_counter_is_kept_until_a_commit_moves_it(self):
         # plone.app.textfield asks getCounter on every page showing rich
         # text: read once per committed change, not per request

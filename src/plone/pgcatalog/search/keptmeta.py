@@ -42,6 +42,11 @@ def scope(store):
     return (store.session.dsn, counters.token, counters.all)
 
 
+def same_text(kept, entry):
+    """Whether two entries hold the same path and metadata text."""
+    return kept is entry or (kept[0] == entry[0] and kept[1] == entry[1])
+
+
 def entry_size(entry):
     """Approximate bytes of a metadata entry (as ``Answer.size`` counts)."""
     return 120 + len(entry[0]) + 2 * len(entry[1] or "")
@@ -73,21 +78,25 @@ class KeptMetadata:
 
     def values(self, scope, rid, entry, names):
         """The brain values of the metadata columns ``names`` made from
-        ``entry`` (the very object) when kept with it, else None."""
+        an entry of the same path and metadata text as ``entry`` (brain
+        values depend on nothing else), else None."""
         kept = self.entries.get((scope, rid))
-        if kept is not None and kept[0] is entry and kept[1] is not None \
-                and kept[1][0] == names:
+        if kept is not None and kept[1] is not None and \
+                same_text(kept[0], entry) and kept[1][0] == names:
             return kept[1][1]
         return None
 
     def keep_values(self, scope, rid, entry, names, values):
         kept = self.entries.get((scope, rid))
-        if kept is not None and kept[0] is entry:
+        if kept is not None and same_text(kept[0], entry):
             kept[1] = (names, values)
 
     def put(self, scope, entries):
         """Keep ``entries`` (rid -> tagged entry) read in one snapshot; an
-        entry replaces a kept one read at an older counter."""
+        entry replaces a kept one read at an older counter, and keeps its
+        brain values when its path and metadata text are the same (a
+        listing read again after an edit decodes the changed brains
+        only)."""
         if scope is None:
             return
         with self.lock:
@@ -96,11 +105,14 @@ class KeptMetadata:
                     continue
                 key = (scope, rid)
                 old = self.entries.get(key)
+                values = None
                 if old is not None:
                     if old[0][2] >= entry[2]:
                         continue
                     self.bytes -= entry_size(old[0])
-                self.entries[key] = [entry, None]
+                    if same_text(old[0], entry):
+                        values = old[1]
+                self.entries[key] = [entry, values]
                 self.entries.move_to_end(key)
                 self.bytes += entry_size(entry)
             while self.bytes > self.max_bytes and self.entries:

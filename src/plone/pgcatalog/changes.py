@@ -29,14 +29,32 @@ counters for those indexes, ``rows`` and ``all`` are the same sees a
 catalog where no committed transaction changed any of them (each would
 have bumped one); the same answer is then the one PostgreSQL would give.
 Counters only grow, so a change undone later still counts as a change.
+
+Entries touched (added, removed, or with index values changed) are also
+logged, bounded (:data:`TOUCHED_SIZE`), each with a digest of its index
+values before and after (:func:`facts`): an answer whose query cannot
+match any entry touched since it was read (``search/exclusion.py``) is
+still the answer, whatever ``rows`` and the index counters say (a new
+document leaves the events portlet's and another folder's listings
+standing).  A transaction whose touched entries cannot all be logged
+raises the log's floor: answers read before it are read again.
 """
+import zlib
+
 import orjson
 from persistent import Persistent
 from ZODB.POSException import ConflictError
 
+from plone.pgcatalog.pg import lists
+
 
 #: metadata changes remembered by rid (older ones raise ``floor``)
 LOG_SIZE = 256
+#: touched entries remembered (older ones raise ``tfloor``), and at most
+#: that many from one transaction (more: the transaction is not described)
+TOUCHED_SIZE = 48
+#: bits of an entry's digest (:func:`facts`)
+FACT_BITS = 512
 
 _DUMPS = orjson.OPT_SORT_KEYS
 
@@ -44,13 +62,17 @@ _DUMPS = orjson.OPT_SORT_KEYS
 class Changes:
     """One transaction's changes to one catalog (see module docstring)."""
 
-    __slots__ = ("all", "rows", "names", "meta")
+    __slots__ = ("all", "rows", "names", "meta", "touched", "opaque")
 
     def __init__(self):
         self.all = False
         self.rows = False
         self.names = set()
         self.meta = set()
+        #: ``(facts before, facts after)`` of each entry touched (None:
+        #: no entry), unless ``opaque``: more than TOUCHED_SIZE
+        self.touched = []
+        self.opaque = False
 
     def __bool__(self):
         return self.all or self.rows or bool(self.names) or bool(self.meta)
@@ -60,32 +82,115 @@ class Changes:
         self.rows = self.rows or other.rows
         self.names |= other.names
         self.meta |= other.meta
+        self.opaque = self.opaque or other.opaque
+        for item in other.touched:
+            self._touch(*item)
 
-    def entry(self, old, delete_first, upsert):
+    def _touch(self, before, after):
+        if self.opaque:
+            return
+        if before is None and after is None:
+            self.opaque = True      # (no path: not described)
+            self.touched = []
+            return
+        if len(self.touched) >= TOUCHED_SIZE:
+            self.opaque = True
+            self.touched = []
+            return
+        self.touched.append((before, after))
+
+    def entry(self, old, delete_first, upsert, path=None):
         """Count one entry's write: ``old`` the row locked before it
         (``(rid, idx, meta text, text index names)`` or None: no entry),
-        then a delete if ``delete_first``, then ``upsert`` (or None)."""
+        then a delete if ``delete_first``, then ``upsert`` (or None), on
+        the entry at ``path`` (None: the write is not logged as touching
+        an entry, see ChangeCounters.untouched_by)."""
         if old is None or delete_first or upsert is None:
             # an entry comes or goes (a delete and an insert: a new rid)
             if old is not None or upsert is not None:
                 self.rows = True
+                self._touch(
+                    None if old is None else facts(old[1] or {}, path),
+                    None if upsert is None else facts(
+                        _after(upsert, {}), path))
             return
         rid, idx, meta, texts = old
         idx = idx or {}
+        changed = set()
         if upsert.full:
             keys = set(idx) | set(upsert.idx_set)
-            self.names.update(k for k in keys if _differ(
+            changed.update(k for k in keys if _differ(
                 idx.get(k), upsert.idx_set.get(k)))
             # the text rows not written again are deleted
-            self.names.update(texts or ())
+            changed.update(texts or ())
         else:
-            self.names.update(k for k, v in upsert.idx_set.items()
-                              if _differ(idx.get(k), v))
-            self.names.update(k for k in upsert.idx_remove if k in idx)
-            self.names.update(upsert.text_remove)
-        self.names.update(upsert.text_set)
+            changed.update(k for k, v in upsert.idx_set.items()
+                           if _differ(idx.get(k), v))
+            changed.update(k for k in upsert.idx_remove if k in idx)
+            changed.update(upsert.text_remove)
+        changed.update(upsert.text_set)
+        if changed:
+            self.names.update(changed)
+            self._touch(facts(idx, path), facts(_after(upsert, idx), path))
         if upsert.meta is not None and upsert.meta != meta:
             self.meta.add(rid)
+
+
+def _after(upsert, idx):
+    """The index values an entry holds after ``upsert`` over ``idx``."""
+    if upsert.full:
+        return upsert.idx_set
+    after = dict(idx)
+    after.update(upsert.idx_set)
+    for name in upsert.idx_remove:
+        after.pop(name, None)
+    return after
+
+
+def fact_bit(name, value):
+    """The bit of index ``name`` holding the string ``value``."""
+    return zlib.crc32(("%s\x1f%s" % (name, value)).encode(
+        "utf-8", "surrogatepass")) % FACT_BITS
+
+
+def path_bit(path):
+    """The bit of an entry whose path is ``path`` or under it."""
+    return fact_bit("\x00path", path)
+
+
+def opaque_bit(name):
+    """The bit of index ``name`` holding a string that may be the digest
+    of a long keyword list this process cannot expand (pg/lists.py)."""
+    return fact_bit(name, "\x02")
+
+
+def facts(idx, path):
+    """A digest of an entry at ``path`` whose stored index values are
+    ``idx`` (``{name: JSON value}``), or None without a path: an int
+    whose bits (:func:`fact_bit`) are set for each string value (or string
+    in a list) of each index, and (:func:`path_bit`) for the entry's path
+    and each path above it.  A string alone may be a long keyword list's
+    digest: its list's strings too when this process knows it, else
+    :func:`opaque_bit`.  A bit not set proves the entry holds no such
+    string (a set one proves nothing)."""
+    if path is None:
+        return None
+    bits = 0
+    parts = path.split("/")
+    for end in range(2, len(parts) + 1):
+        bits |= 1 << path_bit("/".join(parts[:end]))
+    for name, value in idx.items():
+        items = value if type(value) is list else (value,)
+        if isinstance(value, str):
+            listed = lists.made(value)
+            if listed is None:
+                bits |= 1 << opaque_bit(name)
+            else:
+                items = [value] + list(listed)
+        for item in items:
+            if type(item) is str:
+                bits |= 1 << fact_bit(name, item)
+    return bits
 
 
 def _differ(old, new):
@@ -108,6 +213,11 @@ class ChangeCounters(Persistent):
     #: such a transaction does not merge with a concurrent catalog writer
     #: (see _p_resolveConflict)
     hot_epoch = 0
+    #: the touched entries' log (counters made before it: empty, its floor
+    #: at 0 for a sequence at 0, which no answer was read at)
+    tseq = 0
+    tfloor = 0
+    tlog = ()
 
     def __init__(self, token):
         #: new counters, new token: answers keyed by counters made before
@@ -139,6 +249,15 @@ class ChangeCounters(Persistent):
             for rid in changes.meta:
                 log[rid] = self.seq
             self.log, self.floor = _bounded(log, self.floor)
+        if changes.rows or changes.names:
+            self.tseq += 1
+            if changes.opaque or not changes.touched:
+                self.tlog, self.tfloor = (), self.tseq
+            else:
+                self.tlog, self.tfloor = _bounded_touched(
+                    self.tlog + tuple((self.tseq,) + item
+                                      for item in changes.touched),
+                    self.tfloor)
         self._p_changed = True
 
     def bump_hot(self):
@@ -148,6 +267,22 @@ class ChangeCounters(Persistent):
     def view(self):
         """What readers of this snapshot need: ``(seq, floor, log)``."""
         return (self.seq, self.floor, self.log)
+
+    def untouched_by(self, since, cannot_match):
+        """Whether no entry touched after touched-sequence ``since`` (this
+        snapshot's ``tseq`` when an answer was read) could change an answer
+        whose query ``cannot_match(facts)`` an entry of those facts: every
+        touched entry is logged since then and cannot match before nor
+        after."""
+        if since is None or since > self.tseq or self.tfloor > since:
+            return False
+        for seq, before, after in reversed(self.tlog):
+            if seq <= since:
+                break
+            if (before is not None and not cannot_match(before)) or \
+                    (after is not None and not cannot_match(after)):
+                return False
+        return True
 
     def _p_resolveConflict(self, old, committed, mine):
         """Concurrent bumps add up (as BTrees.Length's).
@@ -179,7 +314,39 @@ class ChangeCounters(Persistent):
                 log[rid] = result["seq"]
         result["log"], result["floor"] = _bounded(
             log, max(committed["floor"], mine["floor"]))
+        _merge_touched(result, old, committed, mine)
         return result
+
+
+def _merge_touched(result, old, committed, mine):
+    """The touched entries' log of two concurrent transactions' counters:
+    mine renumbered after the committed ones (a reader of the committed
+    state counts them as touched after it)."""
+    base = old.get("tseq", 0)
+    mine_seq = mine.get("tseq", 0)
+    if mine_seq == base:
+        return      # I touched nothing: the committed log stands
+    tseq = committed.get("tseq", 0) + mine_seq - base
+    result["tseq"] = tseq
+    if mine.get("tfloor", 0) != old.get("tfloor", 0):
+        # mine was not described (or dropped entries): nothing older
+        # can be judged
+        result["tlog"], result["tfloor"] = (), tseq
+        return
+    new = tuple((tseq,) + item[1:] for item in mine.get("tlog", ())
+                if item[0] > base)
+    result["tlog"], result["tfloor"] = _bounded_touched(
+        tuple(committed.get("tlog", ())) + new,
+        committed.get("tfloor", 0))
+
+
+def _bounded_touched(log, floor):
+    """``(log, floor)`` with at most TOUCHED_SIZE touched entries, the
+    oldest folded into the floor."""
+    if len(log) <= TOUCHED_SIZE:
+        return log, floor
+    cut = len(log) - TOUCHED_SIZE
+    return log[cut:], max(floor, log[cut - 1][0])
 
 
 def _bounded(log, floor):

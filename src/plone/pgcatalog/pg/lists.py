@@ -39,6 +39,13 @@ LONG_LIST = 256
 
 
 
+#: the long lists this process made, by digest (a digest names one list):
+#: what a digest read back from an entry stands for (changes.facts)
+_MADE = {}
+#: at most this many (then forgotten, to be made again)
+MADE_SIZE = 1024
+
+
 class ListRef(str):
     """A long list's stored form: its digest (what the entry holds, as a
     JSON string), with the list itself in ``values`` for the writer, which
@@ -48,7 +55,18 @@ class ListRef(str):
         ref = super().__new__(cls, digest(text))
         ref.values = values
         ref.text = text
+        if len(_MADE) >= MADE_SIZE:
+            _MADE.clear()
+        _MADE[str(ref)] = values
         return ref
+
+
+def made(ref):
+    """The list a digest names if this process made it lately, else
+    None."""
+    if isinstance(ref, ListRef):
+        return ref.values
+    return _MADE.get(ref)
 
 
 def digest(text):

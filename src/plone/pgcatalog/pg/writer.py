@@ -433,7 +433,8 @@ class Writer:
             changes = found[cid] = Changes()
             old = {row[0]: row[1:] for row in lock.fetchall()}
             for path in paths[cid]:
-                changes.entry(old.get(path), *folded[(cid, path)])
+                changes.entry(old.get(path), *folded[(cid, path)],
+                              path=path)
         return found
 
 

@@ -173,6 +173,10 @@ class ResultCache:
         self.bytes = 0
         self.hits = self.misses = self.evictions = 0
         self.bypasses = self.unfilled = 0
+        #: hits of answers judged current after writes (:meth:`still`)
+        self.kept_after_writes = 0
+        #: loose_key -> the key of the latest answer that can be judged
+        self.latest = {}
         #: answers not filled, by reason (consistency.refusal)
         self.refusals = {}
         #: when an answer was last filled (time.time()), and when the
@@ -192,6 +196,32 @@ class ResultCache:
             self.entries.move_to_end(key)
             self.hits += 1
             return answer
+
+    def still(self, key, counters):
+        """The answer of a query kept under another key (the entries or
+        its indexes changed since) when every entry touched since cannot
+        match it (changes.ChangeCounters.untouched_by), now kept under
+        ``key``; else None."""
+        loose = loose_key(key)
+        with self.lock:
+            old = self.latest.get(loose)
+            answer = None if old is None else self.entries.get(old)
+        if answer is None or answer.judge is None or \
+                not counters.untouched_by(answer.tseq, answer.judge):
+            return None
+        with self.lock:
+            if self.entries.get(old) is not answer:
+                return None     # evicted meanwhile
+            if key not in self.entries:
+                del self.entries[old]
+                self.entries[key] = answer
+                self.latest[loose] = key
+            self.entries.move_to_end(key)
+            answer.tseq = max(answer.tseq, counters.tseq)
+            self.misses -= 1
+            self.hits += 1
+            self.kept_after_writes += 1
+            return self.entries[key]
 
     def refused(self, reason):
         """An answer read from PostgreSQL was not filled (``reason``:
@@ -228,6 +258,8 @@ class ResultCache:
             answer.cache = self
             answer.shared = True
             self.entries[key] = answer
+            if answer.judge is not None:
+                self.latest[loose_key(key)] = key
             self.sizes[id(answer)] = size
             self.bytes += size
             self._evict()
@@ -241,8 +273,11 @@ class ResultCache:
 
     def _evict(self):
         while self.bytes > self.max_bytes and self.entries:
-            _key, old = self.entries.popitem(last=False)
+            key, old = self.entries.popitem(last=False)
             self.bytes -= self.sizes.pop(id(old), 0)
+            loose = loose_key(key)
+            if self.latest.get(loose) == key:
+                del self.latest[loose]
             old.cache = None
             self.evictions += 1
 
@@ -252,6 +287,7 @@ class ResultCache:
                 answer.cache = None
             self.entries.clear()
             self.sizes.clear()
+            self.latest.clear()
             self.bytes = 0
         self.meta.clear()
 
@@ -260,6 +296,7 @@ class ResultCache:
             return {"entries": len(self.entries), "bytes": self.bytes,
                     "max_bytes": self.max_bytes, "hits": self.hits,
                     "misses": self.misses, "evictions": self.evictions,
+                    "kept_after_writes": self.kept_after_writes,
                     "bypasses": self.bypasses, "unfilled": self.unfilled,
                     "unfilled_count": self.refusals.get("count", 0),
                     "unfilled_writer": self.refusals.get("writer", 0),
@@ -351,6 +388,13 @@ def key_for(tool, store, query):
                    tuple(catalog.names), qkey,
                    tuple([counts.get(name, 0) for name in names]),
                    text_modes(catalog, names))
+
+
+def loose_key(key):
+    """``key`` (key_for's) without the counters of the entries and of the
+    indexes read: an answer under it is still current when no entry
+    touched since it was read can match its query (exclusion.py)."""
+    return key[:4] + key[5:8] + key[9:]
 
 
 def text_modes(catalog, names):

@@ -47,7 +47,7 @@ class Answer:
 
     __slots__ = ("rids", "count", "counting", "scores", "scoring", "meta",
                  "values", "cache", "shared", "tags", "reorder", "origin",
-                 "rest", "window")
+                 "rest", "window", "tseq", "judge")
 
     def __init__(self, rids, count, scores=None, counting=None,
                  scoring=None):
@@ -80,6 +80,12 @@ class Answer:
         #: with ``rest``: ``window(last, n)``, the statement reading the
         #: ``n`` rids after ``last`` in rid order (lazy.py), or None
         self.window = None
+        #: a cached answer: the touched-entries sequence it is known
+        #: current at, and the judge of entries its query cannot match
+        #: (exclusion.py; None: it goes with the first change of what it
+        #: reads)
+        self.tseq = None
+        self.judge = None
 
     def size(self):
         """Approximate bytes held."""

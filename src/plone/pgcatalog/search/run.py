@@ -15,6 +15,7 @@ from plone.pgcatalog.search import keptmeta
 from plone.pgcatalog.search import slowlog
 from plone.pgcatalog.search.cache import key_for
 from plone.pgcatalog.search.compiler import compile_search
+from plone.pgcatalog.search.exclusion import cannot_match
 from plone.pgcatalog.search.lazy import LazyRids
 from plone.pgcatalog.search.query import BatchWindow
 from plone.pgcatalog.search.query import batch_window
@@ -46,6 +47,8 @@ def _answer(tool, store, query, window, keyed=None):
     cache, key = keyed or key_for(tool, store, query)
     if key is not None:
         answer = cache.get(key)
+        if answer is None:
+            answer = cache.still(key, store.counters)
         if answer is not None and (
                 answer.rest is None or
                 store.snapshot_complete(store.cache_generation)):
@@ -58,6 +61,8 @@ def _answer(tool, store, query, window, keyed=None):
         refusal = store.fill_refusal(store.cache_generation)
         if refusal is None:
             answer.tag_meta(store.counters.seq)
+            answer.tseq = store.counters.tseq
+            answer.judge = cannot_match(tool._catalog, query)
             cache.put(key, answer)
             cache.meta.put(keptmeta.scope(store), answer.meta)
         else:

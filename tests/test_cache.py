@@ -2,6 +2,7 @@
 before a committed write, read-your-own-writes, savepoints and aborts, keys
 by value and type, bounds and the switch.  (Exactness under concurrency on
 RelStorage: tests/relstorage_races.py, cache_exactness.)"""
+import datetime
 import decimal
 import os
 import unittest
@@ -126,6 +127,29 @@ class TestResultCache(unittest.TestCase):
             _, sent = self.statements(lambda: len(
                 self.catalog.searchResults(portal_type="Document")))
         self.assertEqual(sent, [])
+
+    def test_dates_are_keyed_by_their_minute(self):
+        # "modified in the last week", the events portlet's "ending from
+        # now": a date counts as the minute the index compares
+        now = DateTime()
+        start = DateTime(now.year(), now.month(), now.day(), now.hour(),
+                         now.minute(), 1, "UTC")
+        for name in ("modified", "end"):
+            first = ids(self.search(**{name: {"query": start,
+                                               "range": "min"}}))
+            transaction.abort()
+            for later in (start + 30 / 86400.0,
+                          start.asdatetime() + datetime.timedelta(
+                              seconds=50)):
+                found, sent = self.statements(lambda: ids(self.search(
+                    **{name: {"query": later, "range": "min"}})))
+                self.assertEqual((found, sent), (first, []), (name, later))
+            # another minute, another key
+            _, sent = self.statements(lambda: len(self.search(
+                **{name: {"query": start + 61 / 86400.0,
+                          "range": "min"}})))
+            self.assertTrue(sent)
+            transaction.abort()
 
     def test_values_are_keyed_by_type(self):
         key = result_cache.canonical

@@ -10,6 +10,9 @@ Queries follow ``UnIndex.query_index`` to the letter, quirks included; the
 logic lives in :class:`UnIndexDateQuery`, shared with DateRecurringIndex
 (whose documents hold a list of such integers).
 """
+import datetime
+
+from DateTime import DateTime
 from Products.PluginIndexes.DateIndex.DateIndex import DateIndex
 from zope.interface import implementer
 
@@ -17,6 +20,7 @@ from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.indexes.interfaces import IQueryValueKind
 from plone.pgcatalog.pg.fragment import and_
 from plone.pgcatalog.pg.fragment import not_
 from plone.pgcatalog.pg.fragment import or_
@@ -35,7 +39,9 @@ class UnIndexDateQuery:
     """``UnIndex.query_index`` (query / range / not) for indexes whose
     stored values are integers: a single one (DateIndex) or a sorted JSON
     array of them (DateRecurringIndex).  Their ``query_options`` have no
-    ``operator``, so IndexQuery always says "or".
+    ``operator``, so IndexQuery always says "or".  A query's dates count
+    as the minutes ``_convert`` makes of them (IQueryValueKind: the result
+    cache keys "now" of one minute alike).
 
     Kinds provide the value-level SQL (Fragments):
 
@@ -51,6 +57,14 @@ class UnIndexDateQuery:
 
     def _pgc_expr(self, alias="e"):
         return self.pgc_key_sql(alias)
+
+    def pgc_query_value(self, value):
+        """A date (DateTime, datetime, date) as the minutes ``_convert``
+        makes of it, ``("minutes", n)``; other values as they are
+        (None)."""
+        if isinstance(value, (DateTime, datetime.date)):
+            return ("minutes", self._convert(value))
+        return None
 
     def pgc_where(self, iq, qc):
         expr = self._pgc_expr()
@@ -116,7 +130,7 @@ class UnIndexDateQuery:
         return isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
 
 
-@implementer(IHotKind)
+@implementer(IHotKind, IQueryValueKind)
 class PGDateIndex(UnIndexDateQuery, PGIndex, DateIndex):
     """DateIndex whose minute integers live in ``idx[name]``.
 

@@ -17,12 +17,14 @@ from plone.event.utils import dt2int
 from plone.event.utils import pydt
 from Products.DateRecurringIndex.index import DateRecurringIndex
 from Products.PluginIndexes.util import safe_callable
+from zope.interface import implementer
 
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.common import MISSING
 from plone.pgcatalog.indexes.common import dumps
 from plone.pgcatalog.indexes.date import UnIndexDateQuery
 from plone.pgcatalog.indexes.date import json_int
+from plone.pgcatalog.indexes.interfaces import IQueryValueKind
 from plone.pgcatalog.pg.fragment import and_
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import or_
@@ -30,6 +32,7 @@ from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema.tables import IndexSpec
 
 
+@implementer(IQueryValueKind)
 class PGDateRecurringIndex(UnIndexDateQuery, PGIndex, DateRecurringIndex):
     """DateRecurringIndex whose occurrence lists live in ``idx[name]``."""
 

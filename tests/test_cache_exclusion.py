@@ -149,6 +149,37 @@ class TestTouchedLog(unittest.TestCase):
         self.assertTrue(counters.untouched_by(counters.tseq,
                                               lambda f: False))
 
+    def test_entries_written(self):
+        from plone.pgcatalog.pg.writer import Upsert
+
+        def upsert(idx):
+            return Upsert(True, dict(idx), [], "{}", {}, [])
+
+        changed = Changes()
+        changed.entry(None, False, upsert({"portal_type": "Document"}),
+                      path="/p/new")
+        changed.entry((7, {"portal_type": "News Item"}, "{}", []), False,
+                      None, path="/p/gone")
+        changed.entry((8, {"review_state": "private"}, "{}", []), False,
+                      upsert({"review_state": "published"}), path="/p/d")
+        # an unchanged reindex touches nothing
+        changed.entry((9, {"review_state": "private"}, "{}", []), False,
+                      upsert({"review_state": "private"}), path="/p/e")
+        self.assertEqual(changed.touched, [
+            (None, facts({"portal_type": "Document"}, "/p/new")),
+            (facts({"portal_type": "News Item"}, "/p/gone"), None),
+            (facts({"review_state": "private"}, "/p/d"),
+             facts({"review_state": "published"}, "/p/d"))])
+        self.assertFalse(changed.opaque)
+        # without a path, or past the bound: not described
+        alone = Changes()
+        alone.entry(None, False, upsert({}))
+        self.assertTrue(alone.opaque)
+        many = Changes()
+        for n in range(changes.TOUCHED_SIZE + 1):
+            many.entry(None, False, upsert({}), path="/p/%d" % n)
+        self.assertEqual((many.opaque, many.touched), (True, []))
+
     def test_bounded(self):
         counters = ChangeCounters("t")
         first = counters.tseq

@@ -89,15 +89,25 @@ class Changes:
     def _touch(self, before, after):
         if self.opaque:
             return
-        if before is None and after is None:
-            self.opaque = True      # (no path: not described)
-            self.touched = []
-            return
-        if len(self.touched) >= TOUCHED_SIZE:
+        if (before is None and after is None) or \
+                len(self.touched) >= TOUCHED_SIZE:
+            # no path (not described), or too many
             self.opaque = True
             self.touched = []
             return
         self.touched.append((before, after))
+
+    def _touch_entry(self, path, old_idx, new_idx):
+        """Log an entry at ``path`` touched, its index values ``old_idx``
+        before and ``new_idx`` after (None: no entry); digests made only
+        while the log takes them (a rebuild writes thousands)."""
+        if self.opaque:
+            return
+        if path is None or len(self.touched) >= TOUCHED_SIZE:
+            self._touch(None, None)
+            return
+        self._touch(None if old_idx is None else facts(old_idx, path),
+                    None if new_idx is None else facts(new_idx, path))
 
     def entry(self, old, delete_first, upsert, path=None):
         """Count one entry's write: ``old`` the row locked before it
@@ -109,10 +119,9 @@ class Changes:
             # an entry comes or goes (a delete and an insert: a new rid)
             if old is not None or upsert is not None:
                 self.rows = True
-                self._touch(
-                    None if old is None else facts(old[1] or {}, path),
-                    None if upsert is None else facts(
-                        _after(upsert, {}), path))
+                self._touch_entry(
+                    path, None if old is None else (old[1] or {}),
+                    None if upsert is None else _after(upsert, {}))
             return
         rid, idx, meta, texts = old
         idx = idx or {}
@@ -131,7 +140,7 @@ class Changes:
         changed.update(upsert.text_set)
         if changed:
             self.names.update(changed)
-            self._touch(facts(idx, path), facts(_after(upsert, idx), path))
+            self._touch_entry(path, idx, _after(upsert, idx))
         if upsert.meta is not None and upsert.meta != meta:
             self.meta.add(rid)
 

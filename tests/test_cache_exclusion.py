@@ -5,6 +5,7 @@ import tempfile
 import unittest
 
 import transaction
+from DateTime import DateTime
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import setRoles
 from Products.CMFCore.indexing import processQueue
@@ -48,24 +49,40 @@ class TestJudge(unittest.TestCase):
                                    review_state="published")(doc))
 
     def test_conditions_not_judged(self):
-        for query in (
-                dict(portal_type={"query": "Event", "range": "min"}),
-                dict(portal_type={"query": "Event", "not": "x"}),
-                dict(portal_type="Event", portal_type_operator="and"),
-                dict(portal_type=""),
-                dict(portal_type=[]),
-                dict(portal_type=None),
-                dict(portal_type=1),
+        # conditions left out (the query judged by others, or not at all)
+        doc = facts({"portal_type": "Document", "Subject": ["a"]}, "/p/d")
+        for condition in (
+                dict(Subject={"query": "c", "range": "min"}),
+                dict(Subject=""),
+                dict(Subject=[]),
+                dict(Subject=None),
+                dict(getObjSize=1),
                 dict(Subject={"query": "c", "operator": "xor"}),
-                dict(portal_type="Event", SearchableText="word"),
+                dict(created={"query": DateTime(), "range": "min"}),
+                dict(effectiveRange=DateTime()),
+                dict(is_folderish=True)):
+            self.assertIsNone(self.judge(**condition), condition)
+            self.assertTrue(self.judge(portal_type="Event", **condition)(
+                doc), condition)
+        # a condition that may depend on the catalog as a whole, or on
+        # every entry's text: the query is not judged
+        for condition in (
+                dict(Subject={"not": "x"}),
+                dict(Subject={"query": "a", "not": "x"}),
+                dict(created={"not": DateTime()}),
+                dict(Subject="a", Subject_operator="and"),
+                dict(SearchableText="word"),
+                dict(path="/plone/folder"),
+                dict(path={"query": "/plone/f", "depth": 2}),
                 dict(path={"query": "/", "depth": 1}),
                 dict(path={"query": "plone/folder", "depth": 1}),
                 dict(path={"query": "/plone//folder", "depth": 1}),
                 dict(path={"query": "/plone/f", "navtree": True,
                            "depth": 1}),
                 dict(path={"query": "/plone/f", "level": -1, "depth": 1}),
-                dict(created={"query": "2020/01/01", "range": "min"})):
-            self.assertIsNone(self.judge(**query), query)
+                dict(getObjPositionInParent=1)):
+            self.assertIsNone(
+                self.judge(portal_type="Event", **condition), condition)
 
     def test_paths(self):
         doc = facts({}, "/plone/folder-1/doc")

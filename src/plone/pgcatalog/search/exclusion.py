@@ -21,15 +21,25 @@ the AND of its conditions):
   searches may depend on the catalog as a whole (indexes/path: ZCatalog's
   deepest level, entries outside the site), so they are not judged.
 
-Anything else in a condition (``range``, ``not``, a navtree, a level,
-``Subject_operator``-style keys, values that are not strings) leaves that
-condition out.  A query of a text index is never judged: its scores
-depend on every entry (Okapi's statistics).
+Anything else in a condition (``range``, values that are not strings)
+leaves that condition out.  Enough on its own, because every condition of
+the query says something of one entry alone: a touched entry no condition
+takes cannot change which of the others match.  So a query is not judged
+when one of its conditions may depend on the catalog as a whole: ``not``
+without a query (ZCatalog takes every entry unless none has the value),
+path searches other than depth 0 or 1 at level 0 (ZCatalog's deepest
+level), old-style options (``Subject_operator``), an index kind not listed
+below (:func:`_local`); nor a query of a text index: its scores count
+every entry (Okapi's statistics).
 """
 from plone.pgcatalog.changes import fact_bit
 from plone.pgcatalog.changes import opaque_bit
 from plone.pgcatalog.changes import path_bit
+from plone.pgcatalog.indexes.boolean import PGBooleanIndex
 from plone.pgcatalog.indexes.common import needs_tag
+from plone.pgcatalog.indexes.date import PGDateIndex
+from plone.pgcatalog.indexes.daterange import PGDateRangeIndex
+from plone.pgcatalog.indexes.daterecurring import PGDateRecurringIndex
 from plone.pgcatalog.indexes.field import PGFieldIndex
 from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.indexes.keyword import PGKeywordIndex
@@ -49,11 +59,10 @@ def cannot_match(catalog, query):
         index = indexes.get(name) if isinstance(name, str) else None
         if index is None:
             continue
-        if ITextKind.providedBy(index):
+        if ITextKind.providedBy(index) or not _local(index, value) or \
+                any(isinstance(key, str) and key.startswith(name + "_")
+                    for key in query):
             return None
-        if any(isinstance(key, str) and key.startswith(name + "_")
-               for key in query):
-            continue        # old-style options (Subject_operator, ...)
         kind = type(index)
         if kind in _VALUE_KINDS:
             test = _values_test(name, value)
@@ -81,6 +90,31 @@ def cannot_match(catalog, query):
         return False
 
     return judge
+
+
+#: the options of a condition that says something of one entry alone, by
+#: index kind (ZCatalog's query_options otherwise)
+_LOCAL_OPTIONS = {
+    PGFieldIndex: {"query", "operator", "range"},
+    PGKeywordIndex: {"query", "operator", "range"},
+    PGUUIDIndex: {"query", "operator", "range"},
+    PGBooleanIndex: {"query"},
+    PGDateIndex: {"query", "range"},
+    PGDateRecurringIndex: {"query", "range"},
+    PGDateRangeIndex: {"query"},
+}
+
+
+def _local(index, value):
+    """Whether the condition ``value`` of ``index`` is met or not by each
+    entry on its own (see the module docstring)."""
+    kind = type(index)
+    if kind is PGExtendedPathIndex:
+        return _paths_test(value) is not None
+    options = _LOCAL_OPTIONS.get(kind)
+    if options is None:
+        return False
+    return not isinstance(value, dict) or set(value) <= options
 
 
 def _strings(value):

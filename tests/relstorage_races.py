@@ -780,6 +780,90 @@ def cache_edit_exactness(db, checks, figures):
                   % (reads[0], WRITES_FOR_CACHE))
 
 
+def cache_exclusion_exactness(db, checks, figures):
+    """Answers kept after writes they cannot see (search/exclusion.py) on
+    RelStorage: a writer adds, retitles and removes documents in folder
+    ``f11a``, one change per transaction; two readers ask for f11a's
+    children (the writes' folder: always the objects the same transaction
+    sees) and for f11b's children and the site's folders (which no write
+    can change: answered from the cache, always the same)."""
+    from plone.pgcatalog.search import cache as result_cache
+    from plone.pgcatalog.testing.zopeapp import Request
+    with Request(db, SITE, ADMIN, commit=True) as r:
+        for name in ("f11a", "f11b"):
+            r.site.invokeFactory("Folder", name, title=name)
+            for i in range(3):
+                r.site[name].invokeFactory("Document", "x%d" % i,
+                                           title="x")
+        r.site.f11b.invokeFactory("Folder", "sub", title="sub")
+    here = {"path": {"query": "/plone/f11a", "depth": 1}}
+    there = {"path": {"query": "/plone/f11b", "depth": 1},
+             "sort_on": "getObjPositionInParent"}
+    folders = {"portal_type": "Folder", "sort_on": "getId"}
+    expected_there = ["x0", "x1", "x2", "sub"]
+    with Request(db, SITE, ADMIN) as r:
+        expected_folders = [b.getPath() for b in r.site.portal_catalog.
+                            unrestrictedSearchResults(**folders)]
+    state = {"step": -1}
+    done = threading.Event()
+    problems, reads = [], [0]
+    before = result_cache.stats() or {}
+
+    def reader():
+        while not done.is_set():
+            step = state["step"]        # read before the transaction begins
+            with Request(db, SITE, ADMIN) as r:
+                catalog = r.site.portal_catalog
+                found = sorted(b.getId for b in
+                               catalog.unrestrictedSearchResults(**here))
+                other = [b.getId for b in
+                         catalog.unrestrictedSearchResults(**there)]
+                items = [b.getPath() for b in
+                         catalog.unrestrictedSearchResults(**folders)]
+                # the objects of the same transaction
+                truth = sorted(r.site.f11a.objectIds())
+            reads[0] += 1
+            if found != truth:
+                problems.append(("here", step, truth, found))
+            if other != expected_there or items != expected_folders:
+                problems.append(("there", step, other, items))
+
+    threads = [threading.Thread(target=reader, daemon=True)
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for n in range(WRITES_FOR_CACHE):
+        with Request(db, SITE, ADMIN, commit=True) as r:
+            folder = r.site.f11a
+            if n % 3 == 0:
+                folder.invokeFactory("Document", "n%d" % n, title="n")
+            elif n % 3 == 1:
+                # the document of the step before, retitled as itself
+                doc = folder["n%d" % (n - 1)]
+                folder.manage_renameObject(doc.getId(), "n%d" % n)
+            else:
+                folder.manage_delObjects(["n%d" % (n - 1)])
+        state["step"] = n
+        time.sleep(0.005)
+    done.set()
+    for t in threads:
+        t.join(60)
+    after = result_cache.stats() or {}
+    if problems:
+        raise AssertionError("cache (writes elsewhere): wrong answers %r"
+                             % problems[:5])
+    kept = after.get("kept_after_writes", 0) - \
+        before.get("kept_after_writes", 0)
+    if result_cache.get_cache() is not None and not kept:
+        raise AssertionError("cache (writes elsewhere): no answer kept "
+                             "after a write in %d reads" % reads[0])
+    figures["cache exactness (writes elsewhere)"] = {
+        "reads": reads[0], "writes": WRITES_FOR_CACHE,
+        "kept after writes": kept, "wrong": 0}
+    checks.append("result cache: %d reads after %d writes elsewhere, "
+                  "none stale" % (reads[0], WRITES_FOR_CACHE))
+
+
 def run():
     from relstorage_scenario import make_site
 
@@ -800,6 +884,7 @@ def run():
     snapshot(db, checks)
     cache_exactness(db, checks, figures)
     cache_edit_exactness(db, checks, figures)
+    cache_exclusion_exactness(db, checks, figures)
     two_phase_faults(db, dsn, checks)
     connection_faults(db, dsn, checks, figures)
     in_doubt(db, dsn, checks)

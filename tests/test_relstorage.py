@@ -50,7 +50,7 @@ def test_races_and_faults_end_as_in_zcatalog():
     assert any(c.startswith("vanished catalog") for c in checks), checks
     assert any(c.endswith("concurrent editors: catalog equals ZODB")
                for c in checks), checks
-    for kind in ("commits", "edits"):
+    for kind in ("commits", "edits", "writes elsewhere"):
         assert any(c.startswith("result cache: ") and
                    c.endswith(kind + ", none stale") for c in checks), checks
     if "no two-phase commit on this server: its cases skipped" not in checks:

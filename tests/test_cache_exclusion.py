@@ -44,6 +44,11 @@ class TestJudge(unittest.TestCase):
                                             "operator": "and"})(doc))
         self.assertFalse(self.judge(Subject={"query": ["a", "b"],
                                              "operator": "and"})(doc))
+        # a FieldIndex has no "operator" option: its values are "or"
+        self.assertFalse(self.judge(portal_type={
+            "query": ["Document", "Event"], "operator": "and"})(doc))
+        self.assertTrue(self.judge(portal_type={
+            "query": ["Page", "Event"], "operator": "and"})(doc))
         # one condition that cannot match is enough
         self.assertTrue(self.judge(portal_type="Document",
                                    review_state="published")(doc))

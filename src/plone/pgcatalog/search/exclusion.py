@@ -70,6 +70,10 @@ def cannot_match(catalog, query):
                 # a long list stored by digest (pg/lists.py) this process
                 # cannot expand may hold anything
                 test = (test[0], test[1], 1 << opaque_bit(name))
+            elif test is not None:
+                # "operator" is no option of a FieldIndex or UUIDIndex:
+                # ZCatalog reads its values as "or"
+                test = (False, test[1], 0)
         elif kind is PGExtendedPathIndex:
             test = _paths_test(value)
         else:

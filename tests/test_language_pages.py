@@ -14,6 +14,7 @@ from statements import statements
 from plone.pgcatalog.indexes.text import language
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
+from plone.pgcatalog.search import langpage
 
 #: level1-like made-up words, some repeated, in titles, descriptions and
 #: bodies of different lengths
@@ -190,6 +191,46 @@ class TestLanguagePages(ManagerWithoutCache):
         # equal scores (equal counts and lengths: newest rid first) among
         # them
         self.assertGreater(ties, 10)
+
+    def test_a_page_of_words_from_its_best_postings(self):
+        """A page of words joined by AND reads its best postings
+        (search/langpage.py): whatever the seed finds (every match, a few,
+        fewer than the page: then every match is read), the same page,
+        scores, normalized scores and total as the language rows give."""
+        anonymous = {"allowedRolesAndUsers": ["Anonymous"],
+                     "effectiveRange": DateTime()}
+        windows = [{"b_start": b_start, "b_size": b_size}
+                   for b_size in (1, 3, 10) for b_start in (0, 2, 7)]
+        checked = 0
+        for seed in (1, 2, 5, langpage.SEED):
+            for text in ("maple", "oak", "maple oak", "oak maple",
+                         "maple AND oak AND cedar", "cedar AND fir"):
+                for extra in ({}, anonymous):
+                    for window in windows:
+                        asked = dict(extra, SearchableText=text, **window)
+                        with unittest.mock.patch.object(
+                                langpage, "SEED", seed), \
+                                unittest.mock.patch.object(
+                                    langpage, "POSTINGS_MIN", 0):
+                            got, total, sent = self.searched(asked)
+                        search = [st for st in sent if "array_agg" in st]
+                        self.assertEqual(len(search), 1, sent)
+                        self.assertIn("th AS MATERIALIZED", search[0])
+                        with unittest.mock.patch.object(
+                                language, "postings_of", lambda *a: None):
+                            rows, rows_total, _sent = self.searched(asked)
+                        self.assertEqual(got, rows, (seed, asked))
+                        self.assertEqual(total, rows_total, asked)
+                        checked += len(got)
+        self.assertGreater(checked, 500)
+        # every match, a prefix, words of few postings: every match
+        # scored
+        for asked in ({"SearchableText": "maple oak"},
+                      {"SearchableText": "mapl*", "b_size": 3},
+                      {"SearchableText": "maple oak", "b_size": 3}):
+            _got, _total, sent = self.searched(asked)
+            search = [st for st in sent if "array_agg" in st]
+            self.assertNotIn("th AS MATERIALIZED", search[0])
 
     def test_other_queries_from_the_rows(self):
         # NOT, phrases: matched on the language rows

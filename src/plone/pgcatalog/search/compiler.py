@@ -25,6 +25,7 @@ from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
+from plone.pgcatalog.search import langpage
 from plone.pgcatalog.search import plans
 from plone.pgcatalog.search import relevance
 from plone.pgcatalog.search import sorting
@@ -416,9 +417,7 @@ def text_relevance(conditions, store, window, qc):
             return kept_word_plan(kept, text, cid, TRUE,
                                   relevance.text_alone(text.table), page)
         if lang is not None:
-            return relevance.TextRelevance(
-                TRUE, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
-                window=page, source=relevance.postings(lang.statement(TRUE)))
+            return language_plan(lang, TRUE, page, store)
         return relevance.TextRelevance(
             and_(q("e.cid = {}", cid), text.condition("e")), text.rank("e"),
             source=relevance.text_rows(text.table), window=page)
@@ -461,10 +460,8 @@ def text_relevance(conditions, store, window, qc):
         if lang is not None:
             # (the postings hold the hot row's set and range under the hot
             # row's names)
-            return relevance.TextRelevance(
-                TRUE, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
-                window=page, source=relevance.postings(lang.statement(
-                    hot.where(cid, hot_others, ids=ids))))
+            return language_plan(lang, hot.where(cid, hot_others, ids=ids),
+                                 page, store)
     elif postings is not None and not beside_path:
         plan = postings_beside_entries(postings, others, store, page,
                                        qc)
@@ -485,6 +482,18 @@ def text_relevance(conditions, store, window, qc):
         and_(matched, *[c.where for c in others]), rank,
         source=relevance.text_joined(text.table), rid=relevance.TEXT_RID,
         window=page)
+
+
+def language_plan(lang, condition, page, store):
+    """The plan reading a search by language from its postings (``lang``:
+    language.postings_of's) meeting ``condition`` (over the hot row's
+    names): a page of words joined by AND from its best matches
+    (langpage.py), else every match scored."""
+    if langpage.applies(lang, page, store):
+        return langpage.LanguageWordsPage(lang, condition, page)
+    return relevance.TextRelevance(
+        TRUE, relevance.POSTINGS_SCORE, rid=relevance.TEXT_RID,
+        window=page, source=relevance.postings(lang.statement(condition)))
 
 
 def kept_word_plan(kept, text, cid, condition, source, page):

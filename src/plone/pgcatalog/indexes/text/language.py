@@ -413,6 +413,15 @@ def word_score_sql(tf, dl):
              tf, q("%r::float8" % K1), dl)
 
 
+def count_share_sql(tf):
+    """A word's share of relevance before the entry's length divides it
+    (:func:`word_score_sql` without ``1 + ln(dl)``, a Fragment of float8):
+    what the best count of a word can add, in the bounds of
+    search/langpage.py."""
+    return q("(({}::float8 / 10) * {} / ({}::float8 / 10 + {}))", tf,
+             q("%r::float8" % (K1 + 1)), tf, q("%r::float8" % K1))
+
+
 def row_rank_sql(queries, alias="l"):
     """The relevance of the language row ``alias``: the sum over the
     query's words (in the row's configuration) that the row has, of each

@@ -13,7 +13,8 @@ shortest entry first.  So, for ``k`` = the page's start + its size:
    count down (``SEED`` of them, meeting the search's conditions), joined
    by entry: entries having every word, scored exactly; the ``k``-th best
    of them, ``theta``, is at most the ``k``-th best of all matches (with
-   fewer than ``k``, ``theta`` is no bound: every match is read);
+   fewer than ``k``, a seed ``LARGER`` times as large is read; with fewer
+   still, ``theta`` is no bound: every match is read);
 2. **the candidates**: an entry scoring at least ``theta`` has, for each
    word of count ``t`` there, ``1 + ln(dl) <= (g(t) + G) / theta``, ``G``
    the most the other words can add (each one's ``g`` of its highest
@@ -30,10 +31,10 @@ floating point differs from the exact one by far less than that moves.
 
 The total (``actual_result_count``) is counted when first read (every
 match then).  At 1,000,000 entries two common words beside the anonymous
-filters (language_text.py's TP: 97,771 and 236,121 postings, 15,465
-matches) read 20,000 postings for the seed and about 34,000 candidates
-where scoring every match read 333,892 (BENCHMARKS.md, "Language-aware
-text").
+filters (language_text.py's TP: 96,795 and 236,066 postings, 15,465
+matches) read 10,000 postings meeting the filters for the seeds (36
+matches) and 33,718 candidates, where scoring every match read 332,861:
+22-26 ms instead of 71-84 (BENCHMARKS.md, "Language-aware text").
 """
 from plone.pgcatalog.indexes.text.language import LanguagePostings
 from plone.pgcatalog.indexes.text.language import count_share_sql
@@ -50,17 +51,20 @@ from plone.pgcatalog.search.plans import PAGE_WITH_METADATA
 from plone.pgcatalog.search.plans import Plan
 from plone.pgcatalog.search.plans import with_small_metadata
 
-#: postings of each word the seed reads (about 0.25 ms per thousand at
-#: 1,000,000 entries); two words' seeds of 10,000 held 148 matches for
-#: TP's page of 10, of 5,000 fewer than 10
-SEED = 10000
+#: postings of each word the seed reads (about 0.5 ms per thousand at
+#: 1,000,000 entries); TP's two words' seeds of 5,000 held 36 matches,
+#: of 10,000 145, of 3,000 7 (fewer than its page of 10)
+SEED = 5000
+#: the larger seed, read when the first holds fewer matches than the page
+#: reaches, is this many times as large
+LARGER = 4
 #: most words joined by AND read so (each adds two reads and a join)
 MAX_WORDS = 4
 #: fewest postings of each word for a page read so: the seeds and the
 #: candidates read again what every match's join reads once, for words of
 #: fewer postings than a few seeds (TP at 100,000 entries: 9,744 and
 #: 23,578 postings, 7.5-8.4 ms scoring every match, 12.5-14.3 so)
-POSTINGS_MIN = 3 * SEED
+POSTINGS_MIN = 30000
 
 
 def applies(lang, window, store):
@@ -94,6 +98,16 @@ def _exact(sides):
         total = q("({} + {})", total, word_score_sql(
             q("{}.tf", side), q("{}.dl", side)))
     return q("({})::float8", total)
+
+
+def _kept(n):
+    """How the postings read of the ``n``-th word are kept: the first
+    word's materialized, the others' in the statement that joins them
+    (each is read once): PostgreSQL knows their entries are distinct
+    there (the table's statistics) and hashes them, where it merged
+    materialized rows after sorting both sides (TP at 1,000,000 entries:
+    21.5 ms against 28-30 in SQL)."""
+    return q("AS MATERIALIZED" if n == 0 else "AS NOT MATERIALIZED")
 
 
 def _joined(names):
@@ -132,22 +146,27 @@ def best_page(lang, condition, window):
             "{}.tf IS NOT NULL)",
             t, table, at, word, table, at, word, t, t, t,
             u, t, count_share_sql(q("{}.tf", t)), t, t))
-    for n, word in enumerate(words):
-        # the seed: the word's first postings from its highest count
-        # down, shortest entry first within a count
-        u = q("u%d" % n)
-        ctes.append(q(
-            "{} AS MATERIALIZED (SELECT x.rid, x.tf, x.dl FROM (SELECT "
-            "{}.tf FROM {} ORDER BY {}.tf DESC) t CROSS JOIN LATERAL "
-            "(SELECT h.rid, h.tf, h.dl FROM {} h WHERE {} AND h.word = {} "
-            "AND h.tf = t.tf AND {} ORDER BY h.dl LIMIT {}) x LIMIT {})",
-            q("s%d" % n), u, u, u, table, at, word, condition,
-            literal(SEED), literal(SEED)))
+    # the seeds: each word's first postings from its highest count down,
+    # shortest entry first within a count; a larger one only when the
+    # first holds fewer than k matches (PostgreSQL reads a CTE when a
+    # statement first asks for its rows: coalesce asks in turn)
+    for prefix, size in (("s", SEED), ("r", SEED * LARGER)):
+        for n, word in enumerate(words):
+            u = q("u%d" % n)
+            ctes.append(q(
+                "{} {} (SELECT x.rid, x.tf, x.dl FROM (SELECT {}.tf FROM "
+                "{} ORDER BY {}.tf DESC) t CROSS JOIN LATERAL (SELECT h.rid, "
+                "h.tf, h.dl FROM {} h WHERE {} AND h.word = {} AND h.tf = "
+                "t.tf AND {} ORDER BY h.dl LIMIT {}) x LIMIT {})",
+                q("%s%d" % (prefix, n)), _kept(n), u, u, u, table, at, word,
+                condition, literal(size), literal(size)))
+    least = [q("(SELECT y.score FROM ({}) y ORDER BY y.score DESC LIMIT 1 "
+               "OFFSET {})", _joined(["%s%d" % (prefix, n)
+                                      for n in range(len(words))]),
+               literal(k - 1)) for prefix in ("s", "r")]
     ctes.append(q(
-        "th AS MATERIALIZED (SELECT coalesce((SELECT y.score FROM ({}) y "
-        "ORDER BY y.score DESC LIMIT 1 OFFSET {}), '-infinity'::float8) "
-        "AS theta)", _joined(["s%d" % n for n in range(len(words))]),
-        literal(k - 1)))
+        "th AS MATERIALIZED (SELECT coalesce({}, {}, '-infinity'::float8) "
+        "AS theta)", least[0], least[1]))
     most = [q("(SELECT max({}.g) FROM {})", q("u%d" % n), q("u%d" % n))
             for n in range(len(words))]
     for n, word in enumerate(words):
@@ -163,12 +182,12 @@ def best_page(lang, condition, window):
             "(least(floor(exp(least({} / th.theta - 1, 40::float8))), "
             "2000000000::float8) + 1)::integer ELSE 2147483647 END AS "
             "dlmax FROM {} u CROSS JOIN th), "
-            "{} AS MATERIALIZED (SELECT x.rid, x.tf, x.dl FROM {} b CROSS "
-            "JOIN LATERAL (SELECT h.rid, h.tf, h.dl FROM {} h WHERE {} AND "
+            "{} {} (SELECT x.rid, x.tf, x.dl FROM {} b CROSS JOIN "
+            "LATERAL (SELECT h.rid, h.tf, h.dl FROM {} h WHERE {} AND "
             "h.word = {} AND h.tf = b.tf AND h.dl <= b.dlmax AND {} OFFSET "
             "0) x)",
-            b, reach, q("u%d" % n), q("c%d" % n), b, table, at, word,
-            condition))
+            b, reach, q("u%d" % n), q("c%d" % n), _kept(n), b, table, at,
+            word, condition))
     ctes.append(q("m AS MATERIALIZED ({})",
                   _joined(["c%d" % n for n in range(len(words))])))
     best = (q("NULL::float8") if window.b_start == 0

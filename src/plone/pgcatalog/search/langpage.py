@@ -62,8 +62,8 @@ LARGER = 4
 MAX_WORDS = 4
 #: fewest postings of each word for a page read so: the seeds and the
 #: candidates read again what every match's join reads once, for words of
-#: fewer postings than a few seeds (TP at 100,000 entries: 9,744 and
-#: 23,578 postings, 7.5-8.4 ms scoring every match, 12.5-14.3 so)
+#: fewer postings than a few seeds (TP at 100,000 entries: 9,676 and
+#: 23,479 postings, 7.5-8.4 ms scoring every match, 12.5-14.3 so)
 POSTINGS_MIN = 30000
 
 

@@ -2,8 +2,8 @@
 
 The scenario (tests/relstorage_scenario.py) runs in its own process because
 it starts a Zope application on RelStorage; it checks after each step
-(create, edit, publish, move, rename, delete, abort, conflict and retry,
-bounded lock waits) that the catalog agrees with the ZODB.
+(create, edit, publish, move, rename, delete, abort, snapshots guessed
+and given up, conflict and retry, bounded lock waits) that the catalog agrees with the ZODB.
 """
 import json
 import os
@@ -25,7 +25,9 @@ def test_plone_on_relstorage_catalog_agrees_with_zodb():
     assert result["checks"] == [
         "site created", "create", "edit", "publish",
         "anonymous sees published only", "move", "rename", "delete",
-        "abort", "conflict and retry", "lock wait bounded, conflict raised"]
+        "abort", "a snapshot of its own that agrees, no export",
+        "a snapshot of its own ahead of the objects: the storage's instead",
+        "guessed snapshots", "conflict and retry", "lock wait bounded, conflict raised"]
 
 
 def test_races_and_faults_end_as_in_zcatalog():

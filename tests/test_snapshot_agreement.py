@@ -251,3 +251,25 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
             self.assertEqual([custom for _generic, custom in plans],
                              [0] * len(plans))
             self.assertGreaterEqual(sum(g for g, _custom in plans), 1)
+
+
+def test_guesses_stop_while_most_fail_and_probe_again():
+    """A process whose guessed snapshots mostly fail exports at once, and
+    guesses again in one transaction of GUESS_PROBE to learn when guessing
+    pays again (agreement._may_guess)."""
+    from plone.pgcatalog.pg import agreement
+    dsn = "host=guesses"
+    agreement.forget_guesses()
+    try:
+        assert agreement._may_guess(dsn)
+        for _ in range(40):
+            agreement._guessed(dsn, False)
+        tries = [agreement._may_guess(dsn)
+                 for _ in range(2 * agreement.GUESS_PROBE)]
+        assert [i for i, t in enumerate(tries) if t] == [
+            agreement.GUESS_PROBE - 1, 2 * agreement.GUESS_PROBE - 1]
+        for _ in range(60):
+            agreement._guessed(dsn, True)
+        assert all(agreement._may_guess(dsn) for _ in range(5))
+    finally:
+        agreement.forget_guesses()

@@ -215,8 +215,9 @@ def get_share_storage_snapshot():
     """Read the catalog in the ZODB's own snapshot when it shares
     RelStorage's database (``share-storage-snapshot`` /
     ``PGCATALOG_SHARE_STORAGE_SNAPSHOT``; default on).  Exact, at the
-    price of exporting the snapshot: ~1 ms per ZODB transaction that uses
-    the catalog, measured on a 2-vCPU VM."""
+    price of exporting the snapshot (~1 ms, measured on a 2-vCPU VM) in
+    the ZODB transactions whose own snapshot does not hold exactly the
+    objects' commits (docs/transactions.md)."""
     value = _setting("share-storage-snapshot",
                      "PGCATALOG_SHARE_STORAGE_SNAPSHOT")
     if value is None:

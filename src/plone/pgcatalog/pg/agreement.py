@@ -40,10 +40,58 @@ EARLY_CHECKOUT = 0.05
 UNSURE_RESNAPSHOTS = 3
 
 
+#: a guessed snapshot (SnapshotAgreement.guessing) is tried while fewer
+#: than this share of the recent guesses of the catalog's database failed
+#: (an exponential average weighing the last one GUESS_WEIGHT)
+GUESS_MISSES = 0.25
+GUESS_WEIGHT = 0.05
+#: while more fail, one transaction in this many guesses again (to learn
+#: when guessing pays again)
+GUESS_PROBE = 16
+
+#: catalog DSN -> [the recent guesses' share of failures, transactions
+#: since the last guess]
+_guesses = {}
+
+class _Reshare:
+    """What :meth:`SnapshotAgreement._agree` answers for a guessed snapshot
+    given up: it did not agree (false), and the storage's is taken next
+    (not a snapshot of its own taken again)."""
+
+    def __bool__(self):
+        return False
+
+
+RESHARE = _Reshare()
+
 #: cid -> when the catalog's lag behind its objects was last logged
 _lag_logged = {}
 #: prepared catalog transactions a reader waited for in vain
 _stuck = set()
+
+
+def _may_guess(dsn):
+    """Whether a transaction on catalog database ``dsn`` guesses its
+    snapshot (most guesses held lately, or it is a probe's turn)."""
+    state = _guesses.setdefault(dsn, [0.0, 0])
+    if state[0] < GUESS_MISSES:
+        return True
+    state[1] += 1
+    if state[1] < GUESS_PROBE:
+        return False
+    state[1] = 0
+    return True
+
+
+def _guessed(dsn, held):
+    """A guessed snapshot held (or not): the average moves."""
+    state = _guesses.setdefault(dsn, [0.0, 0])
+    state[0] += GUESS_WEIGHT * ((0.0 if held else 1.0) - state[0])
+
+
+def forget_guesses():
+    """Start judging guesses afresh (tests)."""
+    _guesses.clear()
 
 
 def _lagging(behind, watched):
@@ -82,16 +130,57 @@ class SnapshotAgreement:
     shared = False
     #: the storage shares the catalog's database (its snapshot was)
     storage_shared = False
+    #: this PostgreSQL transaction took a snapshot of its own where it
+    #: could share the storage's, and keeps it only when it holds exactly
+    #: the objects' commits (_agree); else the storage's is exported
+    guessing = False
+    #: this transaction guessed (once at most)
+    guessed = False
 
     def _ask_storage_snapshot(self):
         """Whether this transaction reads in the storage's own snapshot
         (sharing.py), and on which server: asked once, before its first
         statement."""
         if self.snapshot_id is None:
+            if self._guess():
+                return
             found = sharing.storage_snapshot(self.dsn, self.jar)
             self.snapshot_id = found.snapshot_id if found else ""
             self.snapshot_dsn = found.dsn if found else None
             self.storage_shared = self.storage_offered = found is not None
+
+    def _guess(self):
+        """Take a snapshot of its own in place of the storage's (no
+        export: a round trip to RelStorage's connection and a file the
+        server writes), when the storage is known to share the catalog's
+        database and the snapshot's facts will say whether it holds
+        exactly the objects' commits (_agree).  Not on standbys, nor
+        twice in a transaction."""
+        if self.guessed or not self.watched or \
+                standby.standbys_of(self.dsn) or \
+                not sharing.shares_database(self.dsn, self.jar) or \
+                not _may_guess(self.dsn):
+            return False
+        self.guessed = self.guessing = True
+        self.snapshot_id = ""
+        self.snapshot_dsn = None
+        self.storage_shared = self.storage_offered = True
+        return True
+
+    def _guess_held(self, rows):
+        """Whether the guessed snapshot whose facts are ``rows`` holds
+        exactly the commits the objects' snapshot counts, for every
+        catalog watched (consistency.complete of a snapshot of its own);
+        judged once, as it begins."""
+        held = True
+        for cid, stamp, prepared, moved in rows:
+            generation = self.watched.get(cid)
+            if generation is not None and not consistency.complete(
+                    consistency.Facts(stamp, prepared, moved), generation,
+                    False):
+                held = False
+        _guessed(self.dsn, held)
+        return held
 
     def _unshare(self):
         """Read in a snapshot of its own from now on (checked against the
@@ -154,6 +243,14 @@ class SnapshotAgreement:
         objects' (else it was ended, unless ``end`` leaves that to the
         caller, and the caller runs again on a new one).  Raises
         CatalogReadConflictError when it cannot be made to agree."""
+        if self.guessing and not self._guess_held(rows) and \
+                not self.wrote and not self.views_open():
+            # the storage's own snapshot, exported, instead (the catalog
+            # showed or lacked commits of the objects', or writers were
+            # committing as it was taken)
+            if not end:
+                self._end_snapshot()
+            return RESHARE
         behind, ahead = {}, {}
         for cid, stamp, prepared, moved in rows:
             facts = self.facts[cid] = consistency.Facts(stamp, prepared,
@@ -212,7 +309,7 @@ class SnapshotAgreement:
         still differ, a writer the objects count missing here while another
         they do not count is visible (consistency.complete).  A snapshot
         shared with the storage holds the objects' own commits: none."""
-        if self.storage_shared:
+        if self.storage_shared and not self.guessing:
             return []
         found = []
         for cid, facts in self.facts.items():
@@ -293,6 +390,13 @@ class SnapshotAgreement:
         self.epoch += 1
         self.facts = {}
         self.snapshot_id = ""
+        self._end_guess()
+
+    def _end_guess(self):
+        """A guessed snapshot ends: the next one is the storage's."""
+        if self.guessing:
+            self.guessing = False
+            self.snapshot_id = None
 
     # -- a snapshot begun with the ZODB's -----------------------------------
     def begin_early(self, cids):

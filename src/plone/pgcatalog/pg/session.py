@@ -9,8 +9,10 @@ one PostgreSQL transaction at ``REPEATABLE READ``:
   catalog.  When the catalog lives in the database of the site's RelStorage,
   the snapshot is *the ZODB's own* (RelStorage's load connection exports it,
   ``pg_export_snapshot``; the session imports it, ``SET TRANSACTION
-  SNAPSHOT``): the catalog answers exactly for the objects the request can
-  load.  Elsewhere the snapshot is taken at the first catalog statement.
+  SNAPSHOT``), or one of its own found to hold the same commits (no
+  export: agreement.py): the catalog answers exactly for the objects the
+  request can load.  Elsewhere the snapshot is taken at the first catalog
+  statement.
 * **Conflicts as in the ZODB.**  A write to an entry that another
   transaction changed (or removed, or created) after this snapshot fails
   with a serialization failure, raised as ``ConflictError``: Zope retries
@@ -406,7 +408,10 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
                 # (a standby left for the primary is not a replaced
                 # snapshot: the primary's is checked as the first)
                 replaced = not self.on_standby
-                if not self._agree(cursor.fetchall(), resnapshots):
+                verdict = self._agree(cursor.fetchall(), resnapshots)
+                if verdict is agreement.RESHARE:
+                    continue
+                if not verdict:
                     resnapshots += replaced
                     continue
             return result

@@ -57,24 +57,10 @@ def storage_snapshot(dsn, jar):
     connection of ``jar``'s RelStorage (a :class:`StorageSnapshot`), when
     the catalog database ``dsn`` is RelStorage's database on the same
     server (the primary or one of its standbys); else None."""
-    if jar is None or not config.get_share_storage_snapshot():
+    found = _open_load(dsn, jar)
+    if found is None:
         return None
-    storage = getattr(jar, "_storage", None)
-    load = getattr(storage, "_load_connection", None)
-    adapter = getattr(storage, "_adapter", None)
-    if not load or adapter is None or \
-            "postgresql" not in type(adapter).__module__:
-        return None
-    if not _in_transaction(load):
-        # RelStorage has no snapshot open (between its transactions, or
-        # restarting): exporting would begin a transaction on its
-        # connection behind its back, which its later loads would read in;
-        # the catalog takes a snapshot of its own (checked, consistency.py)
-        return None
-    connection = load.connection
-    # RelStorage marks a connection made to a replica with its name
-    key = (dsn, getattr(getattr(adapter, "connmanager", None), "_dsn", None),
-           getattr(connection, "replica", None))
+    connection, key = found
     server = _servers.get(key)
     if server is False:
         return None
@@ -94,6 +80,40 @@ def storage_snapshot(dsn, jar):
         logger.warning("could not export RelStorage's snapshot",
                        exc_info=True)
         return None
+
+
+def shares_database(dsn, jar):
+    """Whether ``jar``'s RelStorage is known (by an export made before in
+    this process) to load from the catalog database ``dsn`` itself (not
+    a standby), and has its snapshot open: a transaction could share it.
+    Sends nothing."""
+    found = _open_load(dsn, jar)
+    return found is not None and _servers.get(found[1]) == dsn
+
+
+def _open_load(dsn, jar):
+    """RelStorage's load connection of ``jar`` (psycopg2's) and the key
+    of the server it reaches in ``_servers``, when snapshots are shared
+    and it is in a transaction RelStorage began; else None."""
+    if jar is None or not config.get_share_storage_snapshot():
+        return None
+    storage = getattr(jar, "_storage", None)
+    load = getattr(storage, "_load_connection", None)
+    adapter = getattr(storage, "_adapter", None)
+    if not load or adapter is None or \
+            "postgresql" not in type(adapter).__module__:
+        return None
+    if not _in_transaction(load):
+        # RelStorage has no snapshot open (between its transactions, or
+        # restarting): exporting would begin a transaction on its
+        # connection behind its back, which its later loads would read in;
+        # the catalog takes a snapshot of its own (checked, consistency.py)
+        return None
+    connection = load.connection
+    # RelStorage marks a connection made to a replica with its name
+    key = (dsn, getattr(getattr(adapter, "connmanager", None), "_dsn", None),
+           getattr(connection, "replica", None))
+    return connection, key
 
 
 def _identify(key, cursor):

@@ -142,7 +142,7 @@ class _AfterCommit:
     def __call__(self):
         # RelStorage's load connection (same database) holds a snapshot
         # older than the build until this transaction's end: do not wait
-        wait = 0 if self.session.snapshot_id else BUILD_WAIT
+        wait = 0 if self.session.storage_offered else BUILD_WAIT
         build(self.session.dsn, self.statements, wait)
 
 

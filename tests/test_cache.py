@@ -162,6 +162,95 @@ class TestResultCache(unittest.TestCase):
         with self.assertRaises(result_cache.Unkeyable):
             key(float("nan"))
 
+    def test_lists_of_strings_are_keyed_as_sets(self):
+        """A FieldIndex's or KeywordIndex's list of strings in another
+        order, or with repeats, asks the same question (ZCatalog joins or
+        intersects the values' sets): answered by the first answer."""
+        self.portal.invokeFactory("Folder", "box", title="Box")
+        processQueue()
+        transaction.commit()
+        first = ids(self.search(portal_type=["Folder", "Document"]))
+        self.assertEqual(first, ["box", "one"])
+        transaction.abort()
+        found, sent = self.statements(lambda: ids(self.search(
+            portal_type=("Document", "Folder", "Document"))))
+        self.assertEqual((found, sent), (first, []))
+        self.portal.box.setSubject(["red", "blue"])
+        self.portal.box.reindexObject()
+        processQueue()
+        transaction.commit()
+        tagged = ids(self.search(Subject={"query": ["red", "blue"],
+                                          "operator": "and"}))
+        self.assertEqual(tagged, ["box"])
+        transaction.abort()
+        found, sent = self.statements(lambda: ids(self.search(
+            Subject={"operator": "and", "query": ("blue", "red", "red")})))
+        self.assertEqual((found, sent), (tagged, []))
+        key = result_cache._set_key
+        self.assertEqual(key(["b", "a", "a"]), key(("a", "b")))
+        self.assertNotEqual(key({"query": ["a", "b"], "operator": "and"}),
+                            key({"query": ["a", "b"], "operator": "or"}))
+        self.assertNotEqual(key(["a", "b"]), key(["a"]))
+        # a range's ends, values of other types: as given
+        self.assertIsNone(key({"query": ["a", "b"], "range": "min:max"}))
+        self.assertIsNone(key(["a", 1]))
+        self.assertIsNone(key([]))
+        # a path (not a set of values) is keyed as given
+        found, sent = self.statements(lambda: ids(self.search(
+            path=["/plone/one", "/plone/box"])))
+        transaction.abort()
+        found, sent = self.statements(lambda: ids(self.search(
+            path=["/plone/box", "/plone/one"])))
+        self.assertTrue(sent)
+
+    def test_keys_that_cannot_change_the_answer(self):
+        """``sort_on`` is keyed by its names (one alone or in a list),
+        ``sort_order`` by the direction it sorts in (none without
+        ``sort_on``), ``Language`` is left out where it is no
+        index and no language-aware text index is asked: Plone's global
+        sections and plone.restapi's navigation share one answer."""
+        self.assertNotIn("Language", self.catalog.indexes())
+        first = ids(self.search(portal_type="Document",
+                                sort_on="sortable_title"))
+        transaction.abort()
+        for same in ({"sort_order": "ascending"}, {"sort_order": "asc"},
+                     {"Language": "en"}, {"sort_on": ["sortable_title"]},
+                     {"sort_order": "ascending", "Language": "de"}):
+            query = dict(portal_type="Document", sort_on="sortable_title")
+            query.update(same)
+            found, sent = self.statements(lambda: ids(self.search(**query)))
+            self.assertEqual((found, sent), (first, []), same)
+        found, sent = self.statements(lambda: ids(self.search(
+            portal_type="Document", sort_on="sortable_title",
+            sort_order="reverse")))
+        self.assertTrue(sent)
+        # without sort_on, sort_order says nothing
+        transaction.abort()
+        ids(self.search(portal_type="Document"))
+        transaction.abort()
+        found, sent = self.statements(lambda: ids(self.search(
+            portal_type="Document", sort_order="reverse")))
+        self.assertEqual(sent, [])
+        key = result_cache.query_key
+        catalog = self.catalog._catalog
+        self.assertNotEqual(
+            key(catalog, {"sort_on": "id", "sort_order": "descending"}),
+            key(catalog, {"sort_on": "id"}))
+        self.assertEqual(
+            key(catalog, {"sort_on": ["id", "Title"],
+                          "sort_order": ["asc", "reverse"]}),
+            key(catalog, {"sort_on": ["id", "Title"],
+                          "sort-order": ["", "descending"]}))
+        self.assertEqual(key(catalog, {"sort_on": "id"}),
+                         key(catalog, {"sort-on": ("id",)}))
+        self.assertNotEqual(key(catalog, {"sort_on": ["id", "Title"]}),
+                            key(catalog, {"sort_on": ["Title", "id"]}))
+        self.assertNotEqual(key(catalog, {"sort_on": []}), key(catalog, {}))
+        with self.assertRaises(result_cache.Unkeyable):
+            key(catalog, {"sort_on": "id", "sort_order": 1})
+        with self.assertRaises(result_cache.Unkeyable):
+            key(catalog, {"sort_on": [None]})
+
     def test_unkeyable_values_bypass(self):
         stats = result_cache.stats()
         self.search(portal_type="Document", getId=decimal.Decimal("1.5"))

@@ -6,10 +6,11 @@ from plone.pgcatalog.indexes import common
 from plone.pgcatalog.indexes.base import PGIndex
 from plone.pgcatalog.indexes.interfaces import IHotConditionKind
 from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.indexes.interfaces import ISetQueryKind
 from plone.pgcatalog.pg import hot
 
 
-@implementer(IHotKind, IHotConditionKind)
+@implementer(IHotKind, IHotConditionKind, ISetQueryKind)
 class ValueIndex(PGIndex):
     """One value per document under ``idx[name]``, UnIndex query semantics
     (query, range, not), Python ordering for sorting; its string values

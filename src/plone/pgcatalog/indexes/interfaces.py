@@ -274,6 +274,16 @@ class IQueryValueKind(Interface):
         value as it is given.  Raises what converting it raises."""
 
 
+class ISetQueryKind(Interface):
+    """The kind's answer to a list of strings (the query's value, or its
+    ``query`` beside an ``operator``) depends neither on their order nor
+    on repeats: ZCatalog's UnIndex joins the values' sets ("or") or
+    intersects them ("and").  The result cache (search/cache.py) keys
+    such a list as a set: the navigation tree and the global sections,
+    asking for the same types in another order, share one answer."""
+
+
 #: the optional capabilities, each checked at registration
 CAPABILITIES = (IHotKind, IHotConditionKind, ISubtreeKind, IPythonSortKind,
-                ITextKind, IRankingKind, IQueryValueKind, IReindexedKind)
+                ITextKind, IRankingKind, IQueryValueKind, IReindexedKind,
+                ISetQueryKind)

@@ -8,6 +8,7 @@ from plone.pgcatalog.indexes.common import MISSING
 from plone.pgcatalog.indexes.common import NO_MATCH
 from plone.pgcatalog.indexes.interfaces import IHotConditionKind
 from plone.pgcatalog.indexes.interfaces import IHotKind
+from plone.pgcatalog.indexes.interfaces import ISetQueryKind
 from plone.pgcatalog.pg import hot
 from plone.pgcatalog.pg import lists
 from plone.pgcatalog.pg.fragment import and_
@@ -21,7 +22,7 @@ _ELEMENT = q("v.value")
 _ELEMENT_TEXT = q("((v.value #>> '{{}}') COLLATE \"C\")")
 
 
-@implementer(IHotKind, IHotConditionKind)
+@implementer(IHotKind, IHotConditionKind, ISetQueryKind)
 class PGKeywordIndex(PGIndex, KeywordIndex):
     """KeywordIndex whose keyword lists live in ``idx[name]`` (JSON array,
     GIN-indexed; a long list is stored once and ``idx[name]`` holds its

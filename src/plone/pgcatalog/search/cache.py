@@ -57,8 +57,11 @@ from DateTime import DateTime
 from plone.pgcatalog import config
 from plone.pgcatalog.changes import read_names
 from plone.pgcatalog.indexes.interfaces import IQueryValueKind
+from plone.pgcatalog.indexes.interfaces import ISetQueryKind
 from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.search.keptmeta import KeptMetadata
+from plone.pgcatalog.search.query import get_sort_attr
+from plone.pgcatalog.search.query import reverse_for
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -139,14 +142,80 @@ def _compared(index, value):
     return value if key is None else key
 
 
+#: the options a list of strings keyed as a set may come with
+_SET_OPTIONS = frozenset(("query", "operator"))
+
+
+def _set_key(value):
+    """The key of an ISetQueryKind index's query value that is a list of
+    strings (alone, or a dict's ``query`` beside an ``operator``) as a
+    set of strings, tagged apart from every canonical() key; else None."""
+    options = ()
+    if isinstance(value, dict):
+        if "query" not in value or not set(value) <= _SET_OPTIONS:
+            return None
+        options = tuple(sorted((k, canonical(v)) for k, v in value.items()
+                               if k != "query"))
+        value = value["query"]
+    if type(value) not in (list, tuple) or not value or \
+            not all(isinstance(v, str) for v in value):
+        return None
+    return ("string set", options, tuple(sorted({str(v) for v in value})))
+
+
+#: the keys saying how an answer is sorted (query.get_sort_attr)
+_SORTING = ("sort_on", "sort-on", "sort_order", "sort-order")
+
+
+def _sorting(query):
+    """How a query sorts, as ZCatalog reads it: the names of its sort
+    indexes (one name or a list of one alike) and the directions
+    (query.reverse_for: a ``sort_order`` of "ascending" sorts as none);
+    None when it sorts by nothing (its ``sort_order`` then says
+    nothing)."""
+    names = get_sort_attr("on", query)
+    if names is None:
+        return None
+    if not isinstance(names, (list, tuple)):
+        names = [names]
+    if not all(type(name) is str for name in names):
+        raise Unkeyable("sort_on")
+    try:
+        return tuple(names), tuple(reverse_for(query, names))
+    except Exception:  # noqa: B902 - the search raises it, in order
+        raise Unkeyable("sort_order")
+
+
+def _says_nothing(catalog, query, name):
+    """Whether ``name`` is a query key that cannot change the answer:
+    ``Language`` where it is no index and no language-aware text index
+    is asked (their words are stemmed in its languages)."""
+    if name != "Language" or name in catalog._indexes:
+        return False
+    indexes = catalog._indexes
+    return not any(
+        ITextKind.providedBy(indexes.get(key))
+        and indexes[key].pgc_language is not None
+        for key in query if isinstance(key, str))
+
+
 def query_key(catalog, query):
-    """The canonical key of a merged query dict on ``catalog``."""
+    """The canonical key of a merged query dict on ``catalog``: values
+    as the search compares them, the sorting as ZCatalog reads it, keys
+    that cannot change the answer left out."""
     items = []
     for name, value in query.items():
         if not isinstance(name, str):
             raise Unkeyable("key")
+        if name in _SORTING or _says_nothing(catalog, query, name):
+            continue
         if name in catalog._indexes:
             index = catalog.getIndex(name)
+            if ISetQueryKind.providedBy(index):
+                key = _set_key(value)
+                if key is not None:
+                    items.append((name, key))
+                    continue
             if IQueryValueKind.providedBy(index):
                 key = None if isinstance(value, (dict, list, tuple)) \
                     else _value_key(index, value)
@@ -157,7 +226,8 @@ def query_key(catalog, query):
                     continue
                 value = _compared(index, value)
         items.append((name, canonical(value)))
-    return tuple(sorted(items, key=lambda item: item[0]))
+    return (_sorting(query),
+            tuple(sorted(items, key=lambda item: item[0])))
 
 
 class ResultCache:

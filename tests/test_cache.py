@@ -250,6 +250,20 @@ class TestResultCache(unittest.TestCase):
             key(catalog, {"sort_on": "id", "sort_order": 1})
         with self.assertRaises(result_cache.Unkeyable):
             key(catalog, {"sort_on": [None]})
+        # a list the search fails to sort (as ZCatalog's make_query) is
+        # never left out: the search runs, and raises
+        for query, similar in (
+                ({"sort_order": (0, "a")}, {}),
+                ({"sort-on": "id", "sort_on": [1, "a"]}, {"sort-on": "id"}),
+                ({"sort_on": "id", "sort_order": ["asc", 0]},
+                 {"sort_on": "id"})):
+            transaction.abort()
+            self.search(**similar)
+            transaction.abort()
+            with self.assertRaises((TypeError, AttributeError)):
+                self.search(**query)
+        self.assertNotEqual(key(catalog, {"sort_order": ("a", "b")}),
+                            key(catalog, {}))
 
     def test_unkeyable_values_bypass(self):
         stats = result_cache.stats()

@@ -36,6 +36,7 @@ from plone.pgcatalog.indexes.interfaces import IPythonSortKind
 from plone.pgcatalog.indexes.interfaces import IQueryValueKind
 from plone.pgcatalog.indexes.interfaces import IRankingKind
 from plone.pgcatalog.indexes.interfaces import IReindexedKind
+from plone.pgcatalog.indexes.interfaces import ISetQueryKind
 from plone.pgcatalog.indexes.interfaces import ISubtreeKind
 from plone.pgcatalog.indexes.interfaces import ITextKind
 from plone.pgcatalog.pg.fragment import Fragment
@@ -108,9 +109,9 @@ def test_no_match_and_none():
 #: the capabilities each kind declares (a kind losing one would silently
 #: lose hot keys, subtrees, ranking...)
 DECLARED = {
-    "FieldIndex": {IHotKind, IHotConditionKind},
-    "UUIDIndex": {IHotKind, IHotConditionKind},
-    "KeywordIndex": {IHotKind, IHotConditionKind},
+    "FieldIndex": {IHotKind, IHotConditionKind, ISetQueryKind},
+    "UUIDIndex": {IHotKind, IHotConditionKind, ISetQueryKind},
+    "KeywordIndex": {IHotKind, IHotConditionKind, ISetQueryKind},
     "BooleanIndex": {IHotKind, IHotConditionKind},
     "DateIndex": {IHotKind, IQueryValueKind},
     "DateRangeIndex": {IHotKind, IHotConditionKind, IQueryValueKind},

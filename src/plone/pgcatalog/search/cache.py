@@ -163,7 +163,8 @@ def _set_key(value):
     return ("string set", options, tuple(sorted({str(v) for v in value})))
 
 
-#: the keys saying how an answer is sorted (query.get_sort_attr)
+#: the keys saying how an answer is sorted (query.get_sort_attr), keyed
+#: as _sorting says when the query sorts
 _SORTING = ("sort_on", "sort-on", "sort_order", "sort-order")
 
 
@@ -186,10 +187,28 @@ def _sorting(query):
         raise Unkeyable("sort_order")
 
 
+def _sortable(value):
+    """Unkeyable for a list the search fails to sort (it sorts every list
+    of a query, as ZCatalog's make_query does: mixed types raise), of a
+    key left out of the cache's key: the search must run, and raise."""
+    if isinstance(value, (list, tuple)):
+        try:
+            sorted(value)
+        except Exception:  # noqa: B902 - the search raises it, in order
+            raise Unkeyable("unsortable list")
+
+
 def _says_nothing(catalog, query, name):
-    """Whether ``name`` is a query key that cannot change the answer:
-    ``Language`` where it is no index and no language-aware text index
-    is asked (their words are stemmed in its languages)."""
+    """Whether ``name`` is a query key that cannot change the answer nor
+    make the search raise: ``sort_order`` without ``sort_on`` (the
+    search reads it only to sort), ``Language`` where it is no index and
+    no language-aware text index is asked (their words are stemmed in its
+    languages); each only with a value that is no list (the search sorts
+    every list of a query: one of mixed types raises, as in ZCatalog)."""
+    if isinstance(query[name], (list, tuple)):
+        return False
+    if name in ("sort_order", "sort-order"):
+        return get_sort_attr("on", query) is None
     if name != "Language" or name in catalog._indexes:
         return False
     indexes = catalog._indexes
@@ -207,7 +226,9 @@ def query_key(catalog, query):
     for name, value in query.items():
         if not isinstance(name, str):
             raise Unkeyable("key")
-        if name in _SORTING or _says_nothing(catalog, query, name):
+        if _says_nothing(catalog, query, name) or (
+                name in _SORTING and get_sort_attr("on", query) is not None):
+            _sortable(value)
             continue
         if name in catalog._indexes:
             index = catalog.getIndex(name)

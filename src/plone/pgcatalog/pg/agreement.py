@@ -53,6 +53,7 @@ GUESS_PROBE = 16
 #: since the last guess]
 _guesses = {}
 
+
 class _Reshare:
     """What :meth:`SnapshotAgreement._agree` answers for a guessed snapshot
     given up: it did not agree (false), and the storage's is taken next
@@ -172,13 +173,11 @@ class SnapshotAgreement:
         exactly the commits the objects' snapshot counts, for every
         catalog watched (consistency.complete of a snapshot of its own);
         judged once, as it begins."""
-        held = True
-        for cid, stamp, prepared, moved in rows:
-            generation = self.watched.get(cid)
-            if generation is not None and not consistency.complete(
-                    consistency.Facts(stamp, prepared, moved), generation,
-                    False):
-                held = False
+        held = all(
+            self.watched.get(cid) is None or consistency.complete(
+                consistency.Facts(stamp, prepared, moved),
+                self.watched[cid], False)
+            for cid, stamp, prepared, moved in rows)
         _guessed(self.dsn, held)
         return held
 

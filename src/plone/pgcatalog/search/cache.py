@@ -199,17 +199,12 @@ def _sortable(value):
 
 
 def _says_nothing(catalog, query, name):
-    """Whether ``name`` is a query key that cannot change the answer nor
-    make the search raise: ``sort_order`` without ``sort_on`` (the
-    search reads it only to sort), ``Language`` where it is no index and
-    no language-aware text index is asked (their words are stemmed in its
-    languages); each only with a value that is no list (the search sorts
-    every list of a query: one of mixed types raises, as in ZCatalog)."""
-    if isinstance(query[name], (list, tuple)):
-        return False
-    if name in ("sort_order", "sort-order"):
-        return get_sort_attr("on", query) is None
-    if name != "Language" or name in catalog._indexes:
+    """Whether ``name`` is ``Language`` where it cannot change the answer:
+    no index, and no language-aware text index asked (their words are
+    stemmed in its languages); not a list (the search sorts every list of
+    a query: one of mixed types raises, as in ZCatalog)."""
+    if name != "Language" or name in catalog._indexes or \
+            isinstance(query[name], (list, tuple)):
         return False
     indexes = catalog._indexes
     return not any(
@@ -222,13 +217,20 @@ def query_key(catalog, query):
     """The canonical key of a merged query dict on ``catalog``: values
     as the search compares them, the sorting as ZCatalog reads it, keys
     that cannot change the answer left out."""
+    sorting = _sorting(query)
     items = []
     for name, value in query.items():
         if not isinstance(name, str):
             raise Unkeyable("key")
-        if _says_nothing(catalog, query, name) or (
-                name in _SORTING and get_sort_attr("on", query) is not None):
-            _sortable(value)
+        if name in _SORTING:
+            if sorting is not None:
+                # keyed by ``sorting``
+                _sortable(value)
+                continue
+            if not isinstance(value, (list, tuple)):
+                # a sort_order without sort_on says nothing
+                continue
+        elif _says_nothing(catalog, query, name):
             continue
         if name in catalog._indexes:
             index = catalog.getIndex(name)
@@ -247,8 +249,7 @@ def query_key(catalog, query):
                     continue
                 value = _compared(index, value)
         items.append((name, canonical(value)))
-    return (_sorting(query),
-            tuple(sorted(items, key=lambda item: item[0])))
+    return sorting, tuple(sorted(items, key=lambda item: item[0]))
 
 
 class ResultCache:

@@ -231,7 +231,11 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
     def test_facts_run_with_a_generic_plan(self):
         """The facts asked with each snapshot (early or at the first
         statement) are prepared and run with a generic plan, never planned
-        with their values; the transaction keeps its configured mode."""
+        with their values: their statement has no parameters (so no
+        ``plan_cache_mode`` can plan it with values, and no ``SET LOCAL``
+        rides with it); the transaction keeps its configured mode."""
+        from plone.pgcatalog.pg import consistency
+        self.assertEqual(list(consistency.facts_sql([2, 1]).params), [])
         for early in (True, False, True, False):
             self.warm()
             if early:

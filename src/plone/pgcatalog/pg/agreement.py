@@ -20,7 +20,6 @@ import transaction as transaction_module
 from transaction.interfaces import ISynchronizer
 from zope.interface import implementer
 
-from plone.pgcatalog import config
 from plone.pgcatalog.errors import CatalogReadConflictError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.pg import consistency
@@ -425,8 +424,7 @@ class SnapshotAgreement:
             self.snapshot_id = ""
             with conn.pipeline():
                 self._begin_statements(conn)
-                cursor = consistency.queue_facts(
-                    conn, cids, config.get_plan_cache_mode())
+                cursor = consistency.queue_facts(conn, cids)
             for cid, stamp, prepared, moved in cursor.fetchall():
                 self.facts[cid] = consistency.Facts(stamp, prepared, moved)
             self.begun = self.early = True

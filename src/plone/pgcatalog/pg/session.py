@@ -312,8 +312,7 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
         self._facts_cursor = None
         if self.watched:
             # does the snapshot agree with the objects'? (consistency.py)
-            self._facts_cursor = consistency.queue_facts(
-                conn, self.watched, config.get_plan_cache_mode())
+            self._facts_cursor = consistency.queue_facts(conn, self.watched)
 
     def _unlimited(self, conn):
         """Lift the reads' statement timeout for the writes queued next (the
@@ -421,8 +420,7 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
         statement, in the same round trip; ``callback(rows)`` gets its rows
         (not called if that statement fails, nor when it runs in a
         savepoint).  ``prepare``: a statement whose plan does not depend
-        on its values, prepared (psycopg's ``prepare``, or
-        ``consistency.GENERIC_PLAN``)."""
+        on its values, prepared (psycopg's ``prepare``)."""
         self.riders.append((fragment, callback, prepare))
 
     def _run(self, query, params, prepare, binary, write=False):
@@ -554,11 +552,8 @@ class CatalogSession(agreement.SnapshotAgreement, standby.StandbyReads,
 
 
 def _queue(conn, query, params, prepare, binary=False):
-    """A statement queued on ``conn`` as ``prepare`` says (psycopg's, or
-    consistency.GENERIC_PLAN); its cursor."""
-    if prepare == consistency.GENERIC_PLAN:
-        return consistency.execute_generic(
-            conn, query, params, config.get_plan_cache_mode(), binary)
+    """A statement queued on ``conn`` as psycopg's ``prepare`` says; its
+    cursor."""
     return conn.cursor().execute(query, params, prepare=prepare,
                                  binary=binary)
 

@@ -5,6 +5,8 @@ values.  This module imports nothing of the index machinery (base.py and
 access.py import it), so the sentinels and :func:`find_tool` live here and
 base.py hands them on.
 """
+import functools
+
 import orjson
 from Acquisition import aq_base
 from Acquisition import aq_chain
@@ -65,12 +67,14 @@ def column(alias):
     return found if found is not None else ident(alias, "idx")
 
 
+@functools.lru_cache(maxsize=2048)
 def key_sql(name, alias="e"):
     """``(<alias>.idx -> 'name')``: the name as a literal, whatever it
     holds."""
     return q("({} -> {})", column(alias), literal(name))
 
 
+@functools.lru_cache(maxsize=2048)
 def text_sql(name, alias="e"):
     """``((<alias>.idx ->> 'name') COLLATE "C")``."""
     return q('(({} ->> {}) COLLATE "C")', column(alias), literal(name))
@@ -326,6 +330,7 @@ def exists_other(condition):
 PREFIX = 400
 
 
+@functools.lru_cache(maxsize=2048)
 def prefix_of(text_expr):
     """The first PREFIX characters of ``text_expr`` (the length written
     out: an index definition takes no parameters)."""
@@ -338,7 +343,11 @@ def sort_kind_sql(index, alias="e"):
     of the types, Python's within a type): the first sort key, so
     non-strings come first in their order and strings follow by code point
     (Python's order for the values ZCatalog can sort together)."""
-    expr = index.pgc_key_sql(alias)
+    return _kind_of(index.pgc_key_sql(alias))
+
+
+@functools.lru_cache(maxsize=2048)
+def _kind_of(expr):
     return Fragment(schema.value_kind_sql(expr.text), expr.params)
 
 

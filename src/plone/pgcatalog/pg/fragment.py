@@ -82,7 +82,8 @@ def _render(composable):
 
 
 @functools.lru_cache(maxsize=4096)
-def _literal_text(value):
+def _literal_text(kind, value):
+    # keyed by the type too: 1, 1.0 and True are one key to a dict
     return _render(pgsql.Literal(value))
 
 
@@ -123,9 +124,14 @@ def param(value):
 def literal(value):
     """``value`` as an SQL literal (for names that must be spelled out in
     the statement: a JSON key an expression index is defined on)."""
-    if isinstance(value, str):
-        return Fragment(_literal_text(value))
+    kind = type(value)
+    if kind in _CACHED_LITERALS:
+        return Fragment(_literal_text(kind, value))
     return Fragment(_render(pgsql.Literal(value)))
+
+
+#: the types whose literals are kept rendered (the others are rare)
+_CACHED_LITERALS = frozenset((str, int, bool, float))
 
 
 def ident(*names):

@@ -256,6 +256,30 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
                              [0] * len(plans))
             self.assertGreaterEqual(sum(g for g, _custom in plans), 1)
 
+    def test_a_snapshot_given_up_keeps_the_prepared_facts(self):
+        """A snapshot given up (to begin one that agrees) ends with COMMIT:
+        after a ROLLBACK psycopg would forget the connection's prepared
+        statements, and the facts of the next snapshot would be prepared
+        and planned again."""
+        def generic_plans(session):
+            return sum(n for n, in session.execute(
+                "SELECT generic_plans FROM pg_prepared_statements WHERE "
+                "strpos(statement, 'pg_snapshot_xip') > 0").fetchall())
+
+        self.warm()
+        transaction.abort()
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        session = self.catalog._pgc_store().session
+        conn = session.conn
+        before = generic_plans(session)
+        self.assertGreaterEqual(before, 1)
+        session._end_snapshot()
+        result_cache.forget()
+        self.catalog.unrestrictedSearchResults(portal_type="Document")
+        self.assertIs(session.conn, conn)
+        self.assertGreater(generic_plans(session), before)
+
 
 def test_guesses_stop_while_most_fail_and_probe_again():
     """A process whose guessed snapshots mostly fail exports at once, and

@@ -378,10 +378,13 @@ class SnapshotAgreement:
     def _end_snapshot(self):
         """End this PostgreSQL transaction (it holds no writes) so that the
         next statement begins a snapshot of its own, newer than the
-        storage's."""
+        storage's.  COMMIT, not ROLLBACK (the same for a transaction that
+        wrote nothing): psycopg forgets the connection's prepared
+        statements after a ROLLBACK, and the facts would be planned
+        again."""
         if self.conn is not None:
             try:
-                self.conn.execute("ROLLBACK", prepare=False)
+                self.conn.execute("COMMIT", prepare=False)
             except psycopg.Error:
                 self._drop_connection()
         self.begun = False

@@ -442,13 +442,25 @@ def request_of(kind, manager, rng, docs, words, subjects):
     return kind, "GET", path, manager, kind in HTML
 
 
+class Editing:
+    """The editor's course on one instance: its random choices, its step
+    (new documents' ids) and the documents it created and not deleted."""
+
+    def __init__(self):
+        self.rng = random.Random(SEED + 99)
+        self.step = 0
+        self.created = []
+
+
 class Load:
     """Reader threads and one editor thread until stopped; every answer
     kept as (start, kind, manager, seconds, status)."""
 
-    def __init__(self, server, args, dsn=None):
+    def __init__(self, server, args, dsn=None, editing=None):
         self.server = server
         self.args = args
+        #: where the editor is (a backend's windows go on from the last)
+        self.editing = editing if editing is not None else Editing()
         self.samples = []
         self.editor_errors = []
         #: (start, kind, what happened) of each fault (--faults)
@@ -514,16 +526,16 @@ class Load:
     def editor(self):
         """Patch, create, publish, delete in turn, one every
         ``--edit-every`` seconds."""
-        rng = random.Random(SEED + 99)
+        editing = self.editing
+        rng, created = editing.rng, editing.created
         words, _subjects = vocabulary()
         client = Client(self.server)
-        created = []     # (path, published)
-        step = 0
         next_at = time.perf_counter()
         while not self.stopping.is_set():
             next_at += self.args.edit_every
-            kind = EDITS[step % len(EDITS)]
-            step += 1
+            kind = EDITS[editing.step % len(EDITS)]
+            editing.step += 1
+            step = editing.step
             n = rng.randrange(self.args.docs)
             folder = "/%s/%s" % (SITE_ID, folder_id(n % FOLDERS))
             start = time.perf_counter()
@@ -593,12 +605,13 @@ def percentile(sorted_values, p):
                              - 1)]
 
 
-def summarize(samples, start, end):
-    """Per request kind, the readers and the editor: count, req/s,
-    p50/p95/p99 ms, errors (>= 500 or no answer), unexpected (other
-    statuses not expected)."""
-    seconds = end - start
-    window = [s for s in samples if start <= s[0] < end]
+def summarize(samples, windows):
+    """Per request kind, the readers and the editor, over the counted
+    ``windows`` (``[(start, end)]``): count, req/s, p50/p95/p99 ms, errors
+    (>= 500 or no answer), unexpected (other statuses not expected)."""
+    seconds = sum(end - start for start, end in windows)
+    window = [s for s in samples
+              if any(start <= s[0] < end for start, end in windows)]
     by_kind = {}
     groups = [(k, [s for s in window if s[1] == k]) for k, _ in KINDS]
     groups += [(k, [s for s in window if s[1] == k]) for k in EDITS]
@@ -690,23 +703,81 @@ def compare(found, truth):
 # One backend, the report
 # ---------------------------------------------------------------------------
 
-def run_backend(backend, workdir, args, env):
-    server, dsn, timings = setup_backend(backend, workdir, args, env)
+def run_backends(backends, workdir, args, env):
+    """Every backend set up, then loaded: in one window each, or, with
+    ``--rounds N``, in N windows each, the backends taking turns (the order
+    reversed every round), so that a machine's drift during the run falls
+    on both alike; then each one's answers checked against its ZODB."""
+    live, stopped, results = {}, {}, {}
     try:
-        log("%s: %d clients, %.0f s warm-up, %.0f s counted" % (
-            backend, args.clients, args.warmup, args.seconds))
-        load = Load(server, args, dsn)
-        start, end = load.run(args.warmup, args.seconds)
-        summary = summarize(load.samples, start, end)
-        summary["faults"] = [(round(t - start, 1), kind, what)
-                             for t, kind, what in load.faults]
-        found = check_searches(server)
+        for backend in backends:
+            live[backend] = setup_backend(backend, workdir, args,
+                                          env) + (Editing(),)
+            if args.rounds == 1:
+                results[backend] = measure(backend, live, stopped, args)
+        if args.rounds > 1:
+            loads = {backend: [] for backend in backends}
+            for n in range(args.rounds):
+                order = backends if n % 2 == 0 else backends[::-1]
+                for backend in order:
+                    warmup = args.warmup if n == 0 else min(
+                        args.warmup, ROUND_WARMUP)
+                    loads[backend].append(load_window(
+                        backend, live[backend], args, warmup,
+                        args.seconds / args.rounds, n + 1))
+            for backend in backends:
+                results[backend] = finish(backend, live, args,
+                                          loads[backend])
     finally:
-        status = server.stop()
-    if status is None:
-        log("%s: runwsgi had to be killed" % backend)
-    truth = child("_truth", server.home / "etc" / "zope.conf", env)
-    checks = compare(found, truth)
+        for backend in list(live):
+            stop(backend, live, stopped)
+    for backend in backends:
+        server = stopped[backend]
+        truth = child("_truth", server.home / "etc" / "zope.conf", env)
+        checks = compare(results[backend].pop("found"), truth)
+        results[backend]["check"] = checks
+        results[backend]["mismatches"] = sum(
+            c["mismatches"] for c in checks.values())
+    return results
+
+
+#: seconds of warm-up of a backend's later windows (``--rounds``): its
+#: caches are warm, the editor's first changes are let in
+ROUND_WARMUP = 3
+
+
+def load_window(backend, setup, args, warmup, seconds, round_no=None):
+    """One window of load on ``backend``: (its Load, start, end)."""
+    server, dsn, _timings, editing = setup
+    log("%s: %d clients, %.0f s warm-up, %.0f s counted%s" % (
+        backend, args.clients, warmup, seconds,
+        "" if round_no is None else " (round %d of %d)" % (
+            round_no, args.rounds)))
+    load = Load(server, args, dsn, editing)
+    start, end = load.run(warmup, seconds)
+    return load, start, end
+
+
+def measure(backend, live, stopped, args):
+    """``backend`` loaded in one window, then stopped."""
+    loaded = load_window(backend, live[backend], args, args.warmup,
+                         args.seconds)
+    result = finish(backend, live, args, [loaded])
+    stop(backend, live, stopped)
+    return result
+
+
+def finish(backend, live, args, loads):
+    """The figures of ``backend``'s windows ``[(load, start, end)]``, and
+    its searches over HTTP (compared with its ZODB once stopped)."""
+    server, dsn, timings, _editing = live[backend]
+    samples = [s for load, _start, _end in loads for s in load.samples]
+    windows = [(start, end) for _load, start, end in loads]
+    summary = summarize(samples, windows)
+    summary["faults"] = [(round(t - start, 1), kind, what)
+                         for load, start, _end in loads
+                         for t, kind, what in load.faults]
+    errors = [e for load, _s, _e in loads for e in load.editor_errors]
     return {
         "setup": timings,
         "dsn": dsn,
@@ -714,11 +785,18 @@ def run_backend(backend, workdir, args, env):
         "logs": [str(server.output),
                  str(server.home / "var" / "log" / "event.log")],
         "load": summary,
-        "editor_errors": load.editor_errors[:50],
-        "editor_error_count": len(load.editor_errors),
-        "check": checks,
-        "mismatches": sum(c["mismatches"] for c in checks.values()),
+        "editor_errors": errors[:50],
+        "editor_error_count": len(errors),
+        "found": check_searches(server),
     }
+
+
+def stop(backend, live, stopped):
+    """Stop ``backend``'s server, moved from ``live`` to ``stopped``."""
+    server = live.pop(backend)[0]
+    stopped[backend] = server
+    if server.stop() is None:
+        log("%s: runwsgi had to be killed" % backend)
 
 
 def fmt(value, spec="%.1f"):
@@ -817,6 +895,11 @@ def main(argv=None):
     p.add_argument("--warmup", type=float, default=10)
     p.add_argument("--edit-every", type=float, default=0.2,
                    help="seconds between the editor's changes (0: none)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="load each backend in this many windows, taking "
+                   "turns (--seconds in all), every instance up at once: "
+                   "a machine's drift falls on both alike (default 1: one "
+                   "backend after the other)")
     p.add_argument("--threads", type=int, default=4,
                    help="waitress threads of each instance")
     p.add_argument("--output", help="JSON file of every figure")
@@ -865,8 +948,7 @@ def main(argv=None):
         env_info = environment(pgserver.server_dsn())
     results = {}
     try:
-        for backend in backends:
-            results[backend] = run_backend(backend, workdir, args, env)
+        results = run_backends(backends, workdir, args, env)
     finally:
         for dsn in DATABASES if not args.keep else ():
                 pgserver.drop_database(dsn)

@@ -255,6 +255,9 @@ class TestObjectsBeforeCatalog(unittest.TestCase):
             self.assertEqual([custom for _generic, custom in plans],
                              [0] * len(plans))
             self.assertGreaterEqual(sum(g for g, _custom in plans), 1)
+        # no catalog: a statement all the same, with no row
+        self.assertEqual(session.execute(
+            consistency.facts_sql([]).text).fetchall(), [])
 
     def test_a_snapshot_given_up_keeps_the_prepared_facts(self):
         """A snapshot given up (to begin one that agrees) ends with COMMIT:

@@ -48,6 +48,7 @@ transaction prepared in another database do not.
 """
 import logging
 
+from plone.pgcatalog.pg.fragment import FALSE
 from plone.pgcatalog.pg.fragment import join
 from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
@@ -139,9 +140,11 @@ def facts_sql(cids):
         "WHERE p.database = current_database() AND p.gid LIKE {} AND "
         + _of_catalog("p.gid", "c.cid") + "), EXISTS (SELECT 1 FROM "
         "pg_snapshot_xip(pg_current_snapshot()) x WHERE pg_xact_status(x) = "
-        "'committed') FROM {} c WHERE c.cid IN ({})",
+        "'committed') FROM {} c WHERE {}",
         schema.COMMITS_TABLE, literal(GID_PREFIX + "%"),
-        schema.CATALOGS_TABLE, join(", ", [literal(cid) for cid in ids]))
+        schema.CATALOGS_TABLE,
+        q("c.cid IN ({})", join(", ", [literal(cid) for cid in ids]))
+        if ids else FALSE)
 
 
 #: how a statement without parameters that runs in every transaction is

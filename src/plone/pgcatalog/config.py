@@ -290,6 +290,20 @@ def _non_negative_setting(name, env, default, site=None, unit=""):
     return _non_negative_int(name, value, unit)
 
 
+#: a catalog database with fewer hot rows tries its searches prepared
+DEFAULT_PREPARED_SEARCH_ROWS = 5000
+
+
+def get_prepared_search_rows():
+    """Up to how many hot rows (PostgreSQL's statistics) a search statement
+    is timed prepared too and kept prepared where that is faster
+    (``prepared-search-rows`` / ``PGCATALOG_PREPARED_SEARCH_ROWS``; default
+    5000; 0: never, search/preparing.py)."""
+    return _non_negative_setting("prepared-search-rows",
+                                 "PGCATALOG_PREPARED_SEARCH_ROWS",
+                                 DEFAULT_PREPARED_SEARCH_ROWS)
+
+
 #: per-site values (the site's plone.registry records, settings.py), keyed
 #: by setting name; they win over zope.conf and the environment for the
 #: site's catalog

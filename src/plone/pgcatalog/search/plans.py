@@ -21,14 +21,16 @@ match sorted, in PostgreSQL or in Python, in ``sorting.py``
 (``UnlimitedSort``, ``PythonSorted``).  Both build on this module.
 
 ``run(tool, store)`` executes a plan: ``store`` runs statements in the
-transaction (``store.py``), ``tool`` makes the brains.  Search statements
-are not prepared: PostgreSQL plans each with its values (an unnamed
-statement), because the values decide the plan (a rare or a common
-portal_type; a top-N that an index can give when the filters keep most
-entries).  A prepared statement switches to a generic plan after five runs,
-which measured 0.9 -> 24 ms for a date-ordered page at 10,000 entries.
-The exception is a lookup of one value of a unique index (a UID): one
-index lookup whatever the value, prepared (``compiler.unique_lookup``).
+transaction (``store.py``), ``tool`` makes the brains.  PostgreSQL plans
+a search statement with its values (an unnamed statement), because the
+values decide the plan (a rare or a common portal_type; a top-N that an
+index can give when the filters keep most entries).  A prepared statement
+switches to a generic plan after five runs, which measured 0.9 -> 24 ms
+for a date-ordered page at 10,000 entries; on a small catalog, where the
+planning costs more than the plan, each statement text is timed both ways
+and runs the faster way (``preparing.py``).  A lookup of one value of a
+unique index (a UID) is always prepared: one index lookup whatever the
+value (``compiler.unique_lookup``).
 """
 
 from plone.pgcatalog.pg import estimates
@@ -39,6 +41,7 @@ from plone.pgcatalog.pg.fragment import literal
 from plone.pgcatalog.pg.fragment import q
 from plone.pgcatalog.schema import tables as schema
 from plone.pgcatalog.search import lazy
+from plone.pgcatalog.search import preparing
 from plone.pgcatalog.search.results import FIRST_WINDOW
 from plone.pgcatalog.search.results import Answer
 from plone.pgcatalog.search.results import results_for
@@ -68,9 +71,12 @@ def tie_break(reverse):
     return RID
 
 
-def fetch_row(store, statement, prepare=False):
+def fetch_row(store, statement, prepare=None):
     """The one row of ``statement`` (read in binary; ``prepare``: as a
-    prepared statement)."""
+    prepared statement, or not; None: a search statement, prepared where
+    that measured faster, ``preparing.py``)."""
+    if prepare is None:
+        return preparing.execute(store, statement, preparing.one)
     return store.execute(statement, prepare=prepare, binary=True).fetchone()
 
 
@@ -271,11 +277,11 @@ class Page(Plan):
     def answer(self, store):
         counted = []
         if self.batched and self.ride:
-            # planned with its values, as the search (never a generic plan)
+            # planned with its values (never a generic plan)
             store.session.ride(self.count, counted.extend)
         if self.with_metadata:
-            rows = store.execute(self.statement, prepare=False,
-                                 binary=True).fetchall()
+            rows = preparing.execute(store, self.statement,
+                                     preparing.every)
             rids = [row[0] for row in rows]
             meta = {row[0]: (row[1], row[2]) for row in rows}
             for rid, (path, _meta) in meta.items():
@@ -401,7 +407,7 @@ class EveryMatch(Plan):
         """``(count, rids, small)``: ``small``, the metadata of a small
         answer of a prepared lookup (:func:`keep_small_metadata`'s
         arguments), or ()."""
-        row = fetch_row(store, self.statement, self.prepare)
+        row = fetch_row(store, self.statement, self.prepare or None)
         rids = row[1] or []
         rids.sort(reverse=self.descending)
         if self.prepare:

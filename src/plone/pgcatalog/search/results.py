@@ -28,6 +28,7 @@ from plone.pgcatalog.changes import meta_current
 from plone.pgcatalog.codec.core import decode
 from plone.pgcatalog.codec.core import meta_dict
 from plone.pgcatalog.search import keptmeta
+from plone.pgcatalog.search import preparing
 from plone.pgcatalog.search.cache import get_cache
 from plone.pgcatalog.search.lazy import LazyRids
 
@@ -128,9 +129,10 @@ class Answer:
 
     def total(self, store):
         if self.count is None:
-            # a search's count: planned with its values, as the search
-            # (plans.py), never a prepared statement's generic plan
-            row = store.execute(self.counting, prepare=False).fetchone()
+            # a search's count: prepared or not as the search
+            # (preparing.py)
+            row = preparing.execute(store, self.counting,
+                                     preparing.one)
             count = None if row is None else row[0]
             if not self.learns(store):
                 return count
@@ -175,8 +177,8 @@ class Answer:
         newest rid first (as ZCatalog's byValue)."""
         if self.scores is not None:
             return self.rids, self.scores
-        row = store.execute(self.scoring(list(self.rids)), prepare=False,
-                            binary=True).fetchone()
+        row = preparing.execute(store, self.scoring(list(self.rids)),
+                                preparing.one)
         ordered, scores = by_relevance(row[0], row[1])
         if self.learns(store):
             self.rids, self.scores = ordered, scores

@@ -13,8 +13,9 @@ storable bounds (:func:`text_cmp`), as a component no entry has.  Integers
 are cast (``$n::int``): depths and levels
 are compared with the ``integer`` columns and used in array subscripts and
 ``generate_series``, and psycopg would otherwise send a small Python int
-as ``int2``.  Searches run as unnamed statements (never prepared), so
-PostgreSQL plans them with the actual values, as if they were literals.
+as ``int2``.  Searches run as unnamed statements, so PostgreSQL plans
+them with the actual values, as if they were literals (prepared only on a
+small catalog where that measured faster, search/preparing.py).
 """
 from plone.pgcatalog.indexes.common import needs_tag
 from plone.pgcatalog.indexes.common import text_bound

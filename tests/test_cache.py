@@ -388,6 +388,23 @@ class TestPositionsAreLive(unittest.TestCase):
         self.assertEqual(self.listing(), ["d2", "d1", "d0"])
 
 
+    def test_the_ids_read_are_the_orderings(self):
+        # the default ordering's list read at once, any other ordering
+        # asked, as GopipIndex asks them
+        from plone.pgcatalog.indexes.gopip import _ids_in_order
+        folder = self.portal.f
+        folder.moveObjectsByDelta(["d2"], -1)
+        self.assertEqual(list(_ids_in_order(folder)), ["d0", "d2", "d1"])
+        self.assertEqual(list(_ids_in_order(folder)),
+                         folder.getOrdering().idsInOrder())
+        self.assertEqual(list(_ids_in_order(self.portal)),
+                         self.portal.getOrdering().idsInOrder())
+        folder.setOrdering("unordered")
+        self.assertEqual(sorted(_ids_in_order(folder)),
+                         ["d0", "d1", "d2"])
+        self.assertEqual(list(_ids_in_order(folder)),
+                         list(folder.getOrdering().idsInOrder()))
+
 class TestFillsBesideOtherTransactions(unittest.TestCase):
     """Only this catalog's writers keep the cache from filling: a
     transaction prepared in another database, a long transaction of

@@ -2,6 +2,8 @@
 
 Positions are asked from the parent folders at sort time, as plone.folder's
 GopipIndex does, so reordering a folder never leaves stale positions."""
+from collections import UserList
+
 from Acquisition import aq_base
 from plone.folder.default import DefaultOrdering
 from plone.folder.nogopip import GopipIndex
@@ -62,14 +64,14 @@ class PGGopipIndex(PGIndex, GopipIndex):
                 pos[path] = position(oid)
         return pos
 
-    def pgc_order_token(self, paths):
-        """What the positions of ``paths`` depend on, when they all have one
-        parent: its ids in order (equal tokens, equal positions); None
-        otherwise (many parents: no token cheaper than the positions)."""
-        parents = {path.rpartition("/")[0] for path in paths}
+    def pgc_order_token(self, parents):
+        """What the positions of entries in the folders ``parents`` depend
+        on, when there is one folder: its ids in order (equal tokens, equal
+        positions); None otherwise (many folders: no token cheaper than the
+        positions)."""
         if len(parents) != 1:
             return None
-        parent = parents.pop()
+        parent, = parents
         root = getUtility(ISiteRoot).getPhysicalRoot()
         return (parent, tuple(_ids_in_order(traverse(root, parent))))
 
@@ -100,8 +102,19 @@ def _position_in(container, base):
 
 
 def _ids_in_order(container):
+    """``container``'s ids in order (read, never changed, by the
+    caller)."""
     if container is None:
         return ()
     if getattr(aq_base(container), "getOrdering", None):
-        return container.getOrdering().idsInOrder()
+        ordering = container.getOrdering()
+        if type(ordering).idsInOrder is DefaultOrdering.idsInOrder:
+            # DefaultOrdering.idsInOrder copies its PersistentList item by
+            # item through UserList's __getitem__ (2,000 ids: most of a
+            # cached listing's time); its list of ids read at once
+            order = ordering._order()
+            if isinstance(order, UserList):
+                return order.data
+            return order
+        return ordering.idsInOrder()
     return container.objectIds()

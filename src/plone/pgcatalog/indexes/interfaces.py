@@ -167,8 +167,9 @@ class IPythonSortKind(Interface):
         """``{path: position}`` for catalog paths (a path without a
         position is left out of the sorted answer)."""
 
-    def pgc_order_token(paths):
-        """What the positions of ``paths`` depend on (equal tokens, equal
+    def pgc_order_token(parents):
+        """What the positions of entries in the folders ``parents`` (a
+        frozenset of their paths) depend on (equal tokens, equal
         positions: a cached order is kept), or None when no token is
         cheaper than the positions."""
 

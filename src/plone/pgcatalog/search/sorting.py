@@ -202,6 +202,8 @@ class PositionOrder:
         #: (the folders' order token, the order it gave): one folder's
         #: listing is sorted again only when that folder's order changed
         self.memo = None
+        #: the folders of the matches (their paths), found once
+        self.parents = None
 
     def size(self):
         return 120 * len(self.rids) + sum(len(p) for p in self.paths)
@@ -241,7 +243,10 @@ class PositionOrder:
         transaction."""
         indexes = [catalog.getIndex(name) if name is not None else None
                    for name in self.python_names]
-        tokens = tuple(index.pgc_order_token(self.paths)
+        if self.parents is None:
+            self.parents = frozenset(p.rpartition("/")[0]
+                                     for p in self.paths)
+        tokens = tuple(index.pgc_order_token(self.parents)
                        for index in indexes if index is not None)
         if None in tokens:
             return self(indexes)

@@ -11,7 +11,7 @@ scoring 0.67 -> 1.0 ms; at 10,000 entries a date-ordered page 0.9 ->
 24 ms), so the values' plans stay the rule and a statement text is
 prepared only where it measured faster:
 
-- only while the catalog is small (:data:`PREPARED_ROWS` hot rows,
+- only while the catalog is small (fewer hot rows than :func:`rows`,
   PostgreSQL's statistics, or none yet; ``prepared-search-rows`` in
   configuration.md): a plan's worst there is a short walk of every entry;
 - each text runs :data:`TRIAL` times unprepared, then
@@ -29,8 +29,9 @@ kept: some statements (a folder's children, a page by date under a
 security filter) were slower, 1.8-2.8x at 2,000 entries; timing each text
 keeps those on the values' plans.
 
-Which way a statement runs never changes its answer: every search
-statement orders its rows itself (rid ties included).
+Which way a statement runs never changes its answer: whatever the plan,
+an answer is put in its order (rid ties included) by its statement or in
+Python.
 """
 import time
 

@@ -6,18 +6,23 @@ searches at 500 entries: 0.13-0.31 ms of planning against 0.02-0.2 ms of
 execution), and a prepared statement saves it once PostgreSQL keeps a
 generic plan (after five plans made with the values, when the generic
 one's estimate is no worse).  But a generic plan can be slower than the
-planning it saves (the same run: a listing's page 0.13 -> 0.48 ms, text
-scoring 0.67 -> 1.0 ms; at 10,000 entries a date-ordered page 0.9 ->
-24 ms), so the values' plans stay the rule and a statement text is
-prepared only where it measured faster:
+planning it saves (level2 with ``PGCATALOG_PLAN_CACHE_MODE=
+force_generic_plan``, BENCHMARKS.md: a folder's listing 0.15 + 0.18 ms
+planned with its values against 0.51 ms, text scoring 0.31 + 0.68 against
+0.93 ms; at 10,000 entries a date-ordered page 0.9 -> 24 ms), so the
+values' plans stay the rule and a statement text is prepared only where
+it measured clearly faster:
 
 - only while the catalog is small (fewer hot rows than :func:`rows`,
   PostgreSQL's statistics, or none yet; ``prepared-search-rows`` in
   configuration.md): a plan's worst there is a short walk of every entry;
-- each text runs :data:`TRIAL` times unprepared, then
-  ``5 + TRIAL`` times prepared (the first five planned with their values
-  as well, not counted), and is kept prepared when its median time is at
-  most :data:`GAIN` of the unprepared one;
+- each text runs unprepared and prepared in turn: the first
+  :data:`CUSTOM_PLANS` pairs are not counted (PostgreSQL plans a prepared
+  statement's first five runs with their values too, and a process's
+  first runs pay cold caches: timed first and alone, the unprepared runs
+  made a slower generic plan look faster), the next :data:`TRIAL` pairs
+  are, and the text is kept prepared when its median time is at most
+  :data:`GAIN` of the unprepared one;
 - a prepared run :data:`SLOWER` times the unprepared median (values the
   generic plan does not suit: a security filter keeping many more entries
   than the trial's) sends the text back to the values' plans;
@@ -38,13 +43,13 @@ import time
 from plone.pgcatalog import config
 
 
-#: runs timed each way
+#: runs timed each way (after the uncounted pairs)
 TRIAL = 5
 #: the runs of a prepared statement PostgreSQL plans with their values
 #: before it compares a generic plan (plancache.c)
 CUSTOM_PLANS = 5
 #: prepared when its median time is at most this share of unprepared
-GAIN = 0.9
+GAIN = 0.8
 #: a prepared run this many times the unprepared median ends its choice
 SLOWER = 3.0
 #: runs after which a text is timed again
@@ -70,7 +75,7 @@ class Timing:
         """Whether the next run is prepared."""
         if self.choice is not None:
             return self.choice
-        return self.runs >= TRIAL
+        return self.runs % 2 == 1
 
     def timed(self, prepared, seconds):
         """A run took ``seconds``."""
@@ -84,10 +89,9 @@ class Timing:
                 self.choice = None
                 self.runs = 0
             return
-        if not prepared:
-            self.unprepared.append(seconds)
-        elif self.runs > TRIAL + CUSTOM_PLANS:
-            self.prepared.append(seconds)
+        if self.runs <= 2 * CUSTOM_PLANS:
+            return
+        (self.prepared if prepared else self.unprepared).append(seconds)
         if len(self.prepared) >= TRIAL:
             unprepared = _median(self.unprepared)
             self.choice = _median(self.prepared) <= GAIN * unprepared
@@ -153,5 +157,5 @@ def every(cursor):
 
 def choices():
     """``{text: True (prepared) / False / None (timing)}``: what this
-    process chose (tests, the ZMI)."""
+    process chose (tests)."""
     return {text: t.choice for text, t in list(_timings.items())}

@@ -264,20 +264,21 @@ class TestInvalidation(unittest.TestCase):
     def decoded(self, func):
         """``(func(), rids whose brain values were decoded from their
         metadata text)``."""
+        from plone.pgcatalog.codec import core as codec
         from plone.pgcatalog.search import results
         decoded = []
-        original = results.brain_values
+        original = results.meta_values
 
-        def brain_values(names, meta, decoder=None):
-            if decoder is not None and meta:
-                decoded.append(meta.get("getId"))
-            return original(names, meta, decoder)
+        def meta_values(obj, names, lookup=None, decoded_now=False):
+            if decoded_now and obj:
+                decoded.append(codec.meta_dict(obj, lookup).get("getId"))
+            return original(obj, names, lookup, decoded_now)
 
-        results.brain_values = brain_values
+        results.meta_values = meta_values
         try:
             return func(), decoded
         finally:
-            results.brain_values = original
+            results.meta_values = original
 
     def test_brains_are_decoded_once_per_metadata_text(self):
         # a listing read again after an edit (its metadata with the

@@ -219,6 +219,28 @@ def test_meta_roundtrip(record):
     assert same(back, expected)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdefgh"), values, max_size=6),
+       st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
+       st.booleans())
+def test_meta_values_are_the_records_columns(record, names, old_form):
+    # a brain's values: the columns it names, in its order, from a record
+    # of any layout (its own, another order, fewer or more columns, or
+    # the object written before layouts); Missing.Value where absent
+    names = tuple(names)
+    obj = orjson.loads(codec.encode_meta(record))
+    if old_form:
+        obj = codec.meta_dict(obj)
+    expected = tuple(record.get(name, MV) for name in names)
+    assert same(codec.meta_values(obj, names, decoded=True), expected)
+    stored = codec.meta_values(obj, names)
+    assert same(tuple(v if v is MV else codec.decode(v) for v in stored),
+                expected)
+    assert all(v is MV or same(v, codec.meta_dict(obj)[name])
+               for name, v in zip(names, stored))
+    assert codec.meta_values(None, names) == (MV,) * len(names)
+
+
 # -- explicit cases ---------------------------------------------------------
 
 VIENNA = pytz.timezone("Europe/Vienna")
@@ -407,6 +429,12 @@ def test_meta_layout_unknown_to_the_process():
     assert codec.decode_meta(orjson.loads(data), lookup) == {
         "only": 1, "here": "x"}
     assert asked == [digest]
+    del codec._LAYOUTS[codec._DIGESTS.pop(names)]
+    with pytest.raises(KeyError):
+        codec.meta_values(orjson.loads(data), ("here",))
+    assert codec.meta_values(orjson.loads(data), ("here", "x", "only"),
+                             lookup) == ("x", MV, 1)
+    assert asked == [digest, digest]
     # a layout whose names do not give its digest is refused
     with pytest.raises(ValueError):
         codec.learn_layout(digest, ["other"])

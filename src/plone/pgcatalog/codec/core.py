@@ -636,6 +636,54 @@ def meta_dict(obj, lookup=None):
             if value != _MISSING}
 
 
+#: (layout digest, names) -> each name's index in a record of the layout
+_PROJECTIONS = {}   # (past its end: absent)
+
+
+def _projection(digest, names, lookup):
+    key = (digest, names)
+    where = _PROJECTIONS.get(key)
+    if where is None:
+        layout = _LAYOUTS.get(digest)
+        if layout is None:
+            if lookup is None:
+                raise KeyError(digest)
+            layout = lookup(digest)
+        if tuple(layout) == names:
+            where = True
+        else:
+            index = {name: i + 1 for i, name in enumerate(layout)}
+            absent = len(layout) + 1
+            where = tuple([index.get(name, absent) for name in names])
+        _PROJECTIONS[key] = where
+    return where
+
+
+def meta_values(obj, names, lookup=None, decoded=False):
+    """The values of the columns ``names`` (a tuple) in parsed metadata
+    JSON (see :func:`meta_dict`), Missing.Value for a column the record
+    does not have; typed values decoded if ``decoded``, else as stored."""
+    if not obj:
+        return (MV,) * len(names)
+    if type(obj) is not list:
+        get = obj.get
+        values = [get(name, _MISSING) for name in names]
+    else:
+        where = _projection(obj[0], names, lookup)
+        if where is True:
+            values = obj[1:]
+            if len(values) < len(names):
+                values += [_MISSING] * (len(names) - len(values))
+        else:
+            size = len(obj)
+            values = [obj[i] if i < size else _MISSING for i in where]
+    if decoded:
+        return tuple([decode(value) if type(value) in (dict, list) else
+                      value for value in values])
+    return tuple([MV if type(value) is dict and value == _MISSING
+                  else value for value in values])
+
+
 def decode_meta(obj, lookup=None):
     """``{column: value}`` from parsed metadata JSON (as read from
     ``pgcatalog_meta.meta``, see :func:`meta_dict`), decoded; columns left

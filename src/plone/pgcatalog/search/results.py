@@ -19,14 +19,12 @@ import weakref
 from collections.abc import Mapping
 
 import orjson
-from Missing import MV
 from ZTUtils.Lazy import LazyCat
 from ZTUtils.Lazy import LazyMap
 from ZTUtils.Lazy import _marker
 
 from plone.pgcatalog.changes import meta_current
-from plone.pgcatalog.codec.core import decode
-from plone.pgcatalog.codec.core import meta_dict
+from plone.pgcatalog.codec.core import meta_values
 from plone.pgcatalog.search import keptmeta
 from plone.pgcatalog.search import preparing
 from plone.pgcatalog.search.cache import get_cache
@@ -233,18 +231,6 @@ def _meta_size(meta):
                for e in meta.values())
 
 
-def brain_values(names, meta, decoder=None):
-    """The metadata columns of a brain, as stored (decoded when read), or
-    decoded now by ``decoder``."""
-    if not meta:
-        return (MV,) * len(names)
-    get = meta.get
-    if decoder is None:
-        return tuple([get(name, MV) for name in names])
-    return tuple([decoder(v) if type(v) in (dict, list) else v
-                  for v in (get(name, MV) for name in names)])
-
-
 class BrainFactory:
     """The ``LazyMap`` function: rid -> brain, loading windows of rids
     (those the answer already knows are not read again)."""
@@ -281,7 +267,7 @@ class BrainFactory:
 
     def _layout(self, digest):
         """The names of a metadata layout this process does not know
-        (asked only then: codec.meta_dict)."""
+        (asked only then: codec.meta_values)."""
         return self.tool._pgc_store().meta_layout()(digest)
 
     def _entry(self, rid):
@@ -370,20 +356,18 @@ class BrainFactory:
         else:
             raw = entry[1] if entry else None
             meta = orjson.loads(raw) if raw else None
-            if type(meta) is list:
-                meta = meta_dict(meta, self._layout)
             if entry is not None and self.answer.shared and \
                     self.answer.meta.get(rid) is entry:
                 # made once for a cached answer, typed values decoded (as
                 # ZCatalog's brains share their metadata records): later
                 # hits skip parsing and decoding
-                values = brain_values(self.names, meta, decode)
+                values = meta_values(meta, self.names, self._layout, True)
                 self.answer.values[rid] = (entry, values)
                 if self.kept is not None:
                     self.kept.keep_values(self.scope, rid, entry,
                                           self.names, values)
             else:
-                values = brain_values(self.names, meta)
+                values = meta_values(meta, self.names, self._layout)
         if self.scores is not None:
             score, norm = self.scores.get(rid, (1, 1))
         else:

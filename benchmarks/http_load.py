@@ -4,6 +4,7 @@ plone.pgcatalog, side by side, in one run::
     python benchmarks/http_load.py [--backends stock,pgcatalog]
         [--docs 2000] [--clients 4] [--seconds 60] [--warmup 10]
         [--edit-every 0.2] [--threads 4] [--output FILE.json]
+        [--chart FILE.png]
         [--workdir DIR] [--keep] [--faults [--fault-every 10]]
         [--storage filestorage|relstorage]
 
@@ -55,7 +56,8 @@ count as errors.
 Prints a table per backend and request kind (count, req/s, p50/p95/p99 ms,
 errors: answers >= 500, and other unexpected answers), the readers' total
 throughput, the ratios pgcatalog/stock, and the check's mismatches;
-``--output`` writes every figure as JSON.
+``--output`` writes every figure as JSON, ``--chart`` a chart of them
+(``http_charts.py``).
 
 ``tests/zopeprocess.py`` (the instance and its server process, as the HTTP
 tests use them) is imported from the tests directory.
@@ -79,6 +81,7 @@ import urllib.parse
 from pathlib import Path
 
 import psycopg
+import http_charts
 from shared import environment
 from shared import load_line
 from shared import log
@@ -903,6 +906,9 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=4,
                    help="waitress threads of each instance")
     p.add_argument("--output", help="JSON file of every figure")
+    p.add_argument("--chart", metavar="FILE.png",
+                   help="a chart of the run (http_charts.py; matplotlib, "
+                   "the bench extra)")
     p.add_argument("--workdir", help="where the instances go (default: a "
                    "temporary directory)")
     p.add_argument("--keep", action="store_true",
@@ -962,11 +968,15 @@ def main(argv=None):
     print(load_line(env_info))
     print("storage: %s for both; content made in a child process "
           "through the instance's zope.conf (_fill)" % storage)
+    record = run_record("http_load", started, env_info, args,
+                        storage=storage, results=results, ratios=ratios)
     if args.output:
-        write_json(args.output, run_record(
-            "http_load", started, env_info, args, storage=storage,
-            results=results, ratios=ratios))
+        write_json(args.output, record)
         log("wrote %s" % args.output)
+    if args.chart:
+        # through JSON, as http_charts.py reads an --output file
+        log("wrote %s" % http_charts.write_chart(
+            json.loads(json.dumps(record, default=str)), args.chart))
     return 0
 
 

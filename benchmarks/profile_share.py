@@ -12,7 +12,8 @@ then::
 
 For each file: the samples taken in request threads (stacks through
 waitress's ``WSGITask.execute``), the share of them under plone.pgcatalog's
-code, the share under each ``--match`` (a text a frame contains), and with
+code, the share under each ``--match`` (a text a frame contains, or any of
+several separated by ``|``), and with
 ``--top`` the plone.pgcatalog frames most often deepest in a stack (where
 its own time goes, or the driver call it waits in).
 """
@@ -38,7 +39,7 @@ def shares(path, matches, top):
                 in_catalog += count
                 deepest[frames[-1]] += count
             for match in matches:
-                if match in stack:
+                if any(text in stack for text in match.split("|")):
                     found[match] += count
     total = float(in_requests or 1)
     return (in_requests, in_catalog / total,
@@ -49,7 +50,10 @@ def shares(path, matches, top):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="+")
-    p.add_argument("--match", action="append", default=[])
+    p.add_argument("--match", action="append", default=[],
+                   help="a text a frame contains; 'a|b': any of them "
+                   "(ZCatalog's share: 'ZCatalog|PluginIndexes|"
+                   "CatalogTool.py')")
     p.add_argument("--top", type=int, default=0)
     args = p.parse_args(argv)
     for path in args.files:

@@ -72,6 +72,9 @@ class TestLayouts(ManagerWithoutCache):
         names = tuple(self.catalog._catalog.names)
         digest = codec._DIGESTS.pop(names)
         del codec._LAYOUTS[digest]
+        # (as in a fresh process: no brain of that layout read either)
+        for key in [k for k in codec._PROJECTIONS if k[0] == digest]:
+            del codec._PROJECTIONS[key]
         try:
             brain, sent = statements(self.catalog, lambda: self.catalog(
                 getId="lay")[0].Title)

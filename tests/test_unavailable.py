@@ -1,6 +1,7 @@
 """PostgreSQL still away after Zope's retries: the visitor gets a 503 with
 ``Retry-After`` (unavailable.py), as a page for browsers and as JSON for
-the API, never Plone's error page and its 500.
+the API, never Plone's error page and its 500; a catalog snapshot ahead of
+the objects' through every retry is a 503 too (patches.py).
 
 The catalog's search raises ``DatabaseUnavailable`` here as it does when
 its connection cannot be had (tests/test_http_restart.py stops a real
@@ -15,6 +16,7 @@ from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.testing.zope import Browser
 
+from plone.pgcatalog.errors import CatalogReadConflictError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.testing import PGCATALOG_RESTAPI_FUNCTIONAL_TESTING
 
@@ -71,6 +73,36 @@ class TestUnavailable(unittest.TestCase):
         answer = json.loads(browser.contents)
         self.assertIn(answer.get("error_type") or answer.get("type"),
                       ("ServiceUnavailable", "DatabaseUnavailable"))
+
+    def test_read_conflicts_past_the_retries(self):
+        """A catalog snapshot that stayed ahead of the objects' through
+        every retry (writers committing in between each time) is a 503 as
+        well, on Plone's error page or plone.rest's: transient, not a
+        500."""
+        calls = []
+
+        def ahead(*args, **kw):
+            calls.append(1)
+            raise CatalogReadConflictError(
+                "the catalog shows commits that this transaction's "
+                "objects do not")
+
+        self.tool_class.searchResults = ahead
+        for accept, view in (("text/html", "@@search"),
+                             ("application/json", "@search")):
+            del calls[:]
+            browser = self.browser(accept)
+            browser.open("%s/%s?SearchableText=x" % (
+                self.portal.absolute_url(), view))
+            self.assertEqual(browser.headers["Status"],
+                             "503 Service Unavailable")
+            contents = browser.contents
+            if isinstance(contents, bytes):
+                contents = contents.decode("utf-8")
+            self.assertIn("CatalogReadConflictError", contents)
+            # Zope's publisher retried it first (three times; Plone's
+            # error page searches once more for its navigation)
+            self.assertGreaterEqual(len(calls), 4)
 
     def test_other_errors_keep_their_status(self):
         browser = self.browser("text/html")

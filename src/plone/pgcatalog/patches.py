@@ -19,7 +19,10 @@ plone.transformchain and plone.rest's JSON errors all set it that way.
 :data:`STATUSES` adds the catalog's errors that mean "PostgreSQL cannot be
 reached, try again" (after Zope's own retries): ``503 Service Unavailable``,
 whichever of them renders the error (unavailable.py adds ``Retry-After``
-where its view does).
+where its view does).  So does a catalog snapshot that stayed ahead of the
+objects' through every retry (``CatalogReadConflictError``: writers kept
+committing between a request's ZODB snapshot and its catalog's, as while
+PostgreSQL comes back from a restart): transient, not the site's fault.
 
 Where they are applied: by the ``<pgcatalog:patches />`` directive of this
 package's ``configure.zcml`` (:func:`patches_directive`), i.e. whenever the
@@ -34,12 +37,14 @@ from ZPublisher.HTTPResponse import status_codes
 from zope.interface import Interface
 
 from plone.pgcatalog.errors import AnswerLost
+from plone.pgcatalog.errors import CatalogReadConflictError
 from plone.pgcatalog.errors import DatabaseUnavailable
 from plone.pgcatalog.setuphandlers import TOOL_ID
 
 
 #: the HTTP status of a request that ends with these errors
-STATUSES = {DatabaseUnavailable: 503, AnswerLost: 503}
+STATUSES = {DatabaseUnavailable: 503, AnswerLost: 503,
+            CatalogReadConflictError: 503}
 
 
 #: ToolsetRegistry.listRequiredToolInfo as GenericSetup defines it

@@ -10,6 +10,11 @@ and API clients understand as "try again shortly", instead of Plone's
 generic error page and its ``500``.  The body follows Plone's own error
 view: a short page for browsers, ``{"error_type": ...}`` for the JSON API;
 it never shows the DSN or the driver's message (the event log has them).
+
+A request whose catalog snapshot stayed ahead of its objects' through every
+retry (``CatalogReadConflictError``: writers committed between the two each
+time, as while the pool reconnects after a restart) ends here too: as
+transient, and as soon over.
 """
 import json
 from html import escape

@@ -49,11 +49,24 @@ class TestUnavailable(unittest.TestCase):
         browser.addHeader("Accept", accept)
         return browser
 
-    def test_page(self):
+    def search_page(self):
+        """The classic search page, answered 503 with Retry-After."""
         browser = self.browser("text/html,application/xhtml+xml")
         browser.open(self.portal.absolute_url() + "/@@search?SearchableText=x")
         self.assertEqual(browser.headers["Status"], "503 Service Unavailable")
         self.assertEqual(browser.headers["Retry-After"], "5")
+        return browser
+
+    def api_error_type(self):
+        """The error type of plone.restapi's search, answered 503."""
+        browser = self.browser("application/json")
+        browser.open(self.portal.absolute_url() + "/@search?SearchableText=x")
+        self.assertEqual(browser.headers["Status"], "503 Service Unavailable")
+        answer = json.loads(browser.contents)
+        return answer.get("error_type") or answer.get("type")
+
+    def test_page(self):
+        browser = self.search_page()
         self.assertEqual(browser.headers["Cache-Control"], "no-store")
         self.assertIn("Please try again shortly", browser.contents)
         # nothing of the error's own text or the server's address
@@ -67,11 +80,7 @@ class TestUnavailable(unittest.TestCase):
         plone.restapi configuration is stacked over the package's,
         plone.rest's error view answers, with the status Zope knows for
         the error (patches.py)."""
-        browser = self.browser("application/json")
-        browser.open(self.portal.absolute_url() + "/@search?SearchableText=x")
-        self.assertEqual(browser.headers["Status"], "503 Service Unavailable")
-        answer = json.loads(browser.contents)
-        self.assertIn(answer.get("error_type") or answer.get("type"),
+        self.assertIn(self.api_error_type(),
                       ("ServiceUnavailable", "DatabaseUnavailable"))
 
     def test_read_conflicts_past_the_retries(self):
@@ -87,10 +96,7 @@ class TestUnavailable(unittest.TestCase):
                 "objects do not")
 
         self.tool_class.searchResults = ahead
-        browser = self.browser("text/html,application/xhtml+xml")
-        browser.open(self.portal.absolute_url() + "/@@search?SearchableText=x")
-        self.assertEqual(browser.headers["Status"], "503 Service Unavailable")
-        self.assertEqual(browser.headers["Retry-After"], "5")
+        browser = self.search_page()
         self.assertIn("Please try again shortly", browser.contents)
         self.assertNotIn("Traceback", browser.contents)
         # Zope's publisher retried it first (three times)
@@ -98,11 +104,7 @@ class TestUnavailable(unittest.TestCase):
         del calls[:]
         # the JSON API (plone.rest's error view in this layer, see
         # test_api)
-        browser = self.browser("application/json")
-        browser.open(self.portal.absolute_url() + "/@search?SearchableText=x")
-        self.assertEqual(browser.headers["Status"], "503 Service Unavailable")
-        answer = json.loads(browser.contents)
-        self.assertIn(answer.get("error_type") or answer.get("type"),
+        self.assertIn(self.api_error_type(),
                       ("ServiceUnavailable", "CatalogReadConflictError"))
         self.assertEqual(len(calls), 4)
 
